@@ -1,0 +1,5 @@
+"""`python -m knowcode` runs the CLI."""
+
+from knowcode.cli import main
+
+main()

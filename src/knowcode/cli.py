@@ -1,0 +1,103 @@
+"""The `knowcode` command line: parse arguments, call the facade, render the result."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, \
+    TimeRemainingColumn
+
+from knowcode import render
+from knowcode.engine import KnowCode
+from knowcode.errors import KnowCodeError
+
+EXIT_BAD_INPUT = 2  # a missing path, a bad option or config: the caller can fix the call
+EXIT_FAILURE = 1  # KnowCode could not do the job (store unreadable, newer schema, ...)
+
+app = typer.Typer(help="KnowCode: index a repository and ask it for code, context and answers.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+stderr = Console(stderr=True)
+
+RepoOption = Annotated[Path, typer.Option("--repo", help="Repository folder.", show_default="current folder")]
+StoreOption = Annotated[Path | None, typer.Option("--store", help="Index folder (default: per-user cache).")]
+ConfigOption = Annotated[Path | None, typer.Option("--config", help="Config file (default: knowcode.toml).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+T = TypeVar("T")
+
+
+def _fail(message: str, code: int) -> typer.Exit:
+    stderr.print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(code)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Map errors to a one-line message and an exit code instead of a traceback."""
+    try:
+        yield
+    except (FileNotFoundError, NotADirectoryError, ValueError) as err:
+        raise _fail(str(err), EXIT_BAD_INPUT) from None
+    except KnowCodeError as err:
+        raise _fail(str(err), EXIT_FAILURE) from None
+
+
+def _open(repo: Path, store: Path | None, config: Path | None) -> KnowCode:
+    return KnowCode.from_path(repo, store=store, config=config)
+
+
+def _with_progress(run: Callable[[Callable[[int, int], None]], T]) -> T:
+    columns = (TextColumn("parsing"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
+               TaskProgressColumn(), TextColumn("{task.speed_text}"), TimeRemainingColumn())
+    with Progress(*columns, console=stderr, transient=True, disable=not stderr.is_terminal) as bar:
+        task = bar.add_task("parsing", total=None, speed_text="")
+
+        def update(done: int, total: int) -> None:
+            elapsed = bar.tasks[0].elapsed or 0.0
+            speed = f"{done / elapsed:,.0f} files/s" if elapsed else ""
+            bar.update(task, completed=done, total=total, speed_text=speed)
+
+        return run(update)
+
+
+@app.command()
+def index(
+    path: Annotated[Path, typer.Argument(help="Repository folder.", show_default="current folder")] = Path("."),
+    store: StoreOption = None,
+    config: ConfigOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Index a repository, or bring its index up to date (only changed files are parsed)."""
+    with _errors():
+        engine = _open(path, store, config)
+        report = _with_progress(engine.index)
+    typer.echo(render.index_report_json(report) if json else render.index_report_text(report))
+
+
+@app.command()
+def stats(
+    path: Annotated[Path | None, typer.Argument(help="Repository folder (same as --repo).")] = None,
+    repo: RepoOption = Path("."),
+    store: StoreOption = None,
+    config: ConfigOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Show what the index holds: files, languages, entities, relationships, chunks."""
+    with _errors():
+        result = _open(path or repo, store, config).stats()
+    typer.echo(render.to_json(result) if json else render.stats_text(result))
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app(prog_name="knowcode")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Turn one scanned file into its record, entities, references and chunks (runs in worker processes)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from knowcode.indexing.chunker import chunk_file
+from knowcode.indexing.entity_ids import module_name, stable_id
+from knowcode.indexing.languages import spec_for
+from knowcode.indexing.parser import ParsedSource, parse_source
+from knowcode.indexing.scanner import ScannedFile
+from knowcode.models import Chunk, Entity, EntityKind, FileRecord, Relationship
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedFile:
+    """Everything one file contributes to the index; references are not resolved yet."""
+
+    record: FileRecord
+    entities: tuple[Entity, ...]
+    references: tuple[Relationship, ...]
+    chunks: tuple[Chunk, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FileFailure:
+    """A file that could not be read or decoded; it is reported and left out of the index."""
+
+    path: str
+    reason: str
+
+
+def content_hash(data: bytes) -> str:
+    """The content hash recorded per file (sha256, hex)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def _plain_text(path: str, language: str, text: str, line_count: int) -> ParsedSource:
+    """A file without a grammar is one module, split into windows at paragraph breaks."""
+    name, dotted = module_name(path)
+    module = Entity(stable_id(path, dotted, "0"), path, EntityKind.MODULE, name, dotted, None, 1,
+                    max(1, line_count), "", "", language)
+    lines = text.split("\n")
+    paragraph_starts = tuple(i + 1 for i in range(1, len(lines)) if not lines[i - 1].strip())
+    return ParsedSource((module,), (), {module.id: paragraph_starts})
+
+
+def parse_file(root: Path, scanned: ScannedFile) -> ParsedFile | FileFailure:
+    """Read, hash, parse and chunk one file; never raises for a bad file.
+
+    :param root: the repository root.
+    :param scanned: the file as the scanner found it.
+    :return: the parsed file, or why it could not be parsed.
+    """
+    try:
+        data = (root / scanned.path).read_bytes()
+    except OSError as err:
+        return FileFailure(scanned.path, f"unreadable: {err.strerror or err}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return FileFailure(scanned.path, f"not valid UTF-8 (byte {err.start})")
+    line_count = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    record = FileRecord(scanned.path, scanned.language, content_hash(data), len(data), scanned.mtime,
+                        line_count)
+    spec = spec_for(scanned.language)
+    try:
+        if spec is None:
+            parsed = _plain_text(scanned.path, scanned.language, text, line_count)
+        else:
+            parsed = parse_source(scanned.path, scanned.language, data, spec)
+        chunks = chunk_file(scanned.path, text, parsed.entities, parsed.split_lines)
+    except Exception as err:  # one bad file must never stop the run; it is reported instead
+        return FileFailure(scanned.path, f"parser error: {type(err).__name__}: {err}")
+    return ParsedFile(record, parsed.entities, parsed.references, tuple(chunks))

@@ -1,0 +1,120 @@
+"""Resolve references to entities: same class, same file, imported names, then a global name index.
+
+A reference whose target is missing or ambiguous at every step stays unresolved (``target_id`` None):
+the graph never guesses. Resolution only ever looks at entities whose name is the last dotted part
+of the target (or, for imports, any dotted part), which is what lets the indexer re-resolve only the
+references a change can affect.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from knowcode.indexing.languages import spec_for
+from knowcode.models import Entity, EntityKind, RelationKind, Relationship
+
+
+@dataclass
+class SymbolTable:
+    """What resolution may look at: candidates by name, sources by id, import bindings by file."""
+
+    by_name: dict[str, list[Entity]] = field(default_factory=dict)
+    by_id: dict[str, Entity] = field(default_factory=dict)
+    bindings: dict[str, dict[str, str]] = field(default_factory=dict)  # path -> alias -> target
+
+    def add_entities(self, entities: Iterable[Entity]) -> None:
+        """Index entities by name (candidates) and by id (sources)."""
+        for entity in entities:
+            if entity.id not in self.by_id:
+                self.by_name.setdefault(entity.name, []).append(entity)
+                self.by_id[entity.id] = entity
+
+    def add_bindings(self, references: Iterable[Relationship]) -> None:
+        """Record the local names that import references bind in their files."""
+        for ref in references:
+            if ref.kind is RelationKind.IMPORTS and ref.alias:
+                self.bindings.setdefault(ref.path, {})[ref.alias] = ref.target_name
+
+
+def lookup_names(target_name: str) -> set[str]:
+    """Every entity name a reference to `target_name` may be resolved through."""
+    return {part for part in target_name.split(".") if part}
+
+
+def _absolute(target: str, importer_path: str) -> str:
+    """Turn a relative dotted target (``..x.y``) into one rooted at the importer's folder."""
+    if not target.startswith("."):
+        return target
+    rest = target.lstrip(".")
+    ups = len(target) - len(rest) - 1
+    folder = list(PurePosixPath(importer_path).parent.parts)
+    base = folder[: len(folder) - ups] if ups else folder
+    return ".".join([*base, rest] if rest else base)
+
+
+def _dotted_match(qualified_name: str, target: str) -> bool:
+    """Either name ends the other at a dot boundary (packages may be rooted differently)."""
+    return (qualified_name == target or qualified_name.endswith("." + target)
+            or target.endswith("." + qualified_name))
+
+
+def _unique(candidates: list[Entity]) -> str | None:
+    return candidates[0].id if len(candidates) == 1 else None
+
+
+def _enclosing_type(entity: Entity | None, by_id: Mapping[str, Entity]) -> Entity | None:
+    while entity is not None and not entity.kind.is_class_like:
+        entity = by_id.get(entity.parent_id) if entity.parent_id else None
+    return entity
+
+
+def _resolve_import(ref: Relationship, table: SymbolTable) -> str | None:
+    target = _absolute(ref.target_name, ref.path)
+    head, _, last = target.rpartition(".")
+    named = [e for e in table.by_name.get(last, []) if _dotted_match(e.qualified_name, target)]
+    found = _unique(named)
+    if found is None and not named and head:
+        # `from pkg.mod import CONSTANT`: the constant is no entity, so the module is the target.
+        module_name = head.rpartition(".")[2]
+        found = _unique([e for e in table.by_name.get(module_name, [])
+                         if e.kind is EntityKind.MODULE and _dotted_match(e.qualified_name, head)])
+    return found
+
+
+def resolve_reference(ref: Relationship, table: SymbolTable) -> str | None:
+    """Return the id of the one entity a reference means, or None if missing or ambiguous."""
+    if ref.kind is RelationKind.CONTAINS:
+        return ref.target_id
+    if ref.kind is RelationKind.IMPORTS:
+        return _resolve_import(ref, table)
+    receiver, _, name = ref.target_name.rpartition(".")
+    wanted = (lambda e: e.kind.is_callable) if ref.kind is RelationKind.CALLS else (
+        lambda e: e.kind.is_class_like)
+    candidates = [e for e in table.by_name.get(name, []) if wanted(e)]
+    if not candidates:
+        return None
+    source = table.by_id.get(ref.source_id)
+    spec = spec_for(source.language) if source else None
+    on_self = not receiver or (spec is not None and receiver in spec.self_names)
+    if on_self:
+        owner = _enclosing_type(source, table.by_id)
+        if owner is not None and (found := _unique([c for c in candidates if c.parent_id == owner.id])):
+            return found
+        in_file = [c for c in candidates if c.path == ref.path]
+        if in_file:
+            return _unique(in_file)
+    bound = table.bindings.get(ref.path, {})
+    first, _, rest = (receiver or name).partition(".")
+    if first in bound:
+        # Reached through an import: the imported module decides, even when it is outside the repo.
+        full = _absolute(".".join(p for p in (bound[first], rest, name if receiver else "") if p), ref.path)
+        return _unique([c for c in candidates if _dotted_match(c.qualified_name, full)])
+    return _unique(candidates)
+
+
+def resolve(references: Iterable[Relationship], table: SymbolTable) -> list[Relationship]:
+    """Resolve each reference against the table; resolved or not, every reference is kept."""
+    return [dataclasses.replace(ref, target_id=resolve_reference(ref, table)) for ref in references]

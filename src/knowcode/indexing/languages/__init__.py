@@ -1,0 +1,78 @@
+"""Language registry: which spec parses a file, detected by extension, file name or shebang.
+
+Public: :func:`spec_for`, :func:`detect_language`, :data:`GRAMMARS`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import PurePosixPath
+
+from knowcode.indexing.languages.base import LanguageSpec
+
+# One module per language family; each defines SPEC (or SPECS when one grammar wheel serves several).
+_SPEC_MODULES = ("python", "documents")
+
+# Text languages with no grammar here: still indexed, as line-window chunks, under these names.
+TEXT_EXTENSIONS: dict[str, str] = {
+    ".sql": "sql", ".dart": "dart", ".r": "r", ".m": "objective-c", ".mm": "objective-c",
+    ".pl": "perl", ".pm": "perl", ".ml": "ocaml", ".mli": "ocaml", ".clj": "clojure",
+    ".erl": "erlang", ".hrl": "erlang", ".jl": "julia", ".nim": "nim", ".vue": "vue",
+    ".svelte": "svelte", ".html": "html", ".htm": "html", ".css": "css", ".scss": "scss",
+    ".less": "css", ".xml": "xml", ".gradle": "groovy", ".groovy": "groovy", ".proto": "protobuf",
+    ".graphql": "graphql", ".tf": "terraform", ".ini": "ini", ".cfg": "ini", ".txt": "text",
+    ".rst": "rst", ".cmake": "cmake", ".ps1": "powershell", ".bat": "batch", ".fs": "fsharp",
+    ".v": "verilog", ".sv": "verilog", ".vhd": "vhdl", ".dockerfile": "dockerfile",
+}
+TEXT_FILENAMES: dict[str, str] = {
+    "Dockerfile": "dockerfile", "Makefile": "make", "makefile": "make", "GNUmakefile": "make",
+    "CMakeLists.txt": "cmake", "Gemfile": "ruby", "Rakefile": "ruby", "Jenkinsfile": "groovy",
+}
+
+
+def _load_specs() -> tuple[LanguageSpec, ...]:
+    specs: list[LanguageSpec] = []
+    for module_name in _SPEC_MODULES:
+        module = importlib.import_module(f"knowcode.indexing.languages.{module_name}")
+        specs.extend(getattr(module, "SPECS", None) or (module.SPEC,))
+    return tuple(specs)
+
+
+_SPECS = _load_specs()
+GRAMMARS: dict[str, LanguageSpec] = {spec.name: spec for spec in _SPECS}
+_BY_EXTENSION = {ext: spec.name for spec in _SPECS for ext in spec.extensions}
+_BY_FILENAME = {name: spec.name for spec in _SPECS for name in spec.filenames}
+_BY_INTERPRETER = {interp: spec.name for spec in _SPECS for interp in spec.shebangs}
+
+
+def spec_for(language: str) -> LanguageSpec | None:
+    """Return the parsing spec of a language, or None for text indexed only as line windows."""
+    return GRAMMARS.get(language)
+
+
+def _interpreter(first_line: str) -> str:
+    """`#!/usr/bin/env -S python3 -u` -> `python3`; `#!/bin/bash` -> `bash`."""
+    words = first_line[2:].split()
+    if words and words[0].endswith("/env"):
+        words = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+    return PurePosixPath(words[0]).name if words else ""
+
+
+def detect_language(path: str, first_line: str = "") -> str | None:
+    """Name the language of a file from its extension, its name or its shebang line.
+
+    :param path: root-relative path with `/` separators.
+    :param first_line: the file's first line, read only when the name says nothing.
+    :return: a language with a grammar, a text language, or None if unknown.
+    """
+    name = PurePosixPath(path).name
+    suffix = PurePosixPath(name).suffix.lower()
+    for table, key in ((_BY_FILENAME, name), (TEXT_FILENAMES, name), (_BY_EXTENSION, suffix),
+                       (TEXT_EXTENSIONS, suffix)):
+        if key in table:
+            return table[key]
+    if first_line.startswith("#!"):
+        interpreter = _interpreter(first_line)
+        stripped = interpreter.rstrip("0123456789.")
+        return _BY_INTERPRETER.get(interpreter) or _BY_INTERPRETER.get(stripped)
+    return None

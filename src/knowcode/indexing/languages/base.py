@@ -1,0 +1,40 @@
+"""What a language contributes to parsing: its grammar, file names and one tree-sitter query.
+
+The query names its captures by convention, so the parser needs no per-language code:
+
+- ``@definition.<kind>`` wraps a definition node; ``<kind>`` is an :class:`EntityKind` value
+  (``class``, ``struct``, ``interface``, ``trait``, ``enum``, ``type``, ``function``, ``method``,
+  ``module`` for namespaces). ``@name`` in the same match is its name. A ``function`` nested in a
+  class-like entity becomes a ``method``. An optional ``@receiver`` names the type a method belongs to
+  when it is declared outside that type (Go receivers, Rust ``impl`` blocks).
+- ``@reference.call`` wraps a call site; ``@name`` is the callee name and an optional ``@receiver``
+  the object it is called on (``self``, ``this``, a module alias, ...).
+- ``@reference.inherits`` wraps the list of bases inside a type definition; each ``@name`` is a base.
+- ``@reference.import`` wraps an import; ``@import.module`` is the module path as written and the
+  optional ``@import.name`` / ``@import.alias`` are one imported name and the local name it binds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class LanguageSpec:
+    """Everything the parser needs to turn one language into entities and references."""
+
+    name: str
+    extensions: tuple[str, ...]
+    grammar: Callable[[], object]  # returns the tree-sitter language capsule of the grammar wheel
+    query: str
+    shebangs: tuple[str, ...] = ()  # interpreter names recognised on a `#!` line
+    filenames: tuple[str, ...] = ()  # exact file names (Makefile-style) that imply the language
+    comment_types: frozenset[str] = frozenset({"comment"})
+    # Nodes that wrap a definition (decorators, `export`, templates): the entity's span and its
+    # leading comment are taken from the outermost wrapper.
+    wrapper_types: frozenset[str] = frozenset()
+    body_field: str = "body"  # the field whose start ends the signature
+    docstring_in_body: bool = False  # Python-style: the first string statement of the body
+    # Receiver texts that mean "the enclosing class" for call resolution.
+    self_names: frozenset[str] = field(default_factory=lambda: frozenset({"self", "this"}))

@@ -1,0 +1,270 @@
+"""Tree-sitter parsing: one file's text into entities, unresolved references and split points.
+
+The per-language knowledge lives in the query of each :class:`LanguageSpec`; this module only
+applies the capture conventions documented in :mod:`knowcode.indexing.languages.base`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+from functools import cache
+
+from tree_sitter import Language, Node, Parser, Query, QueryCursor
+
+from knowcode.indexing.entity_ids import module_name, stable_id
+from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.models import Entity, EntityKind, RelationKind, Relationship
+
+MAX_SIGNATURE_CHARS = 300  # long enough for a multi-line parameter list, short enough for a summary
+MAX_DOCSTRING_CHARS = 2000  # a docstring beyond this is a tutorial; the source still has it all
+MAX_RECEIVER_CHARS = 80  # a longer dotted receiver is a chain, not a name worth resolving through
+_QUOTE_CHARS = "\"'`<>"
+_STRING_DELIMITERS = re.compile(r"""^[rRbBuUfF]*("{3}|'{3}|"|')|("{3}|'{3}|"|')$""")
+# Extensions dropped from path-like imports (`"./util.js"`, `"lib/io.h"`) so they name a module.
+_SOURCE_EXTENSIONS = frozenset({"js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts", "h", "hh", "hpp",
+                                "py", "rb", "php", "lua", "zig", "sh"})
+_DOTTED_NAME = re.compile(r"^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$")
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedSource:
+    """What one file yields before cross-file resolution.
+
+    `split_lines` maps an entity id to the first lines of its top-level statements, the places where
+    the chunker may cut a body too large for one chunk.
+    """
+
+    entities: tuple[Entity, ...]
+    references: tuple[Relationship, ...]
+    split_lines: dict[str, tuple[int, ...]]
+
+
+@cache
+def _compiled(spec: LanguageSpec) -> tuple[Parser, Query]:
+    language = Language(spec.grammar())
+    return Parser(language), Query(language, spec.query)
+
+
+@dataclass
+class _Definition:
+    node: Node  # the outermost wrapper: gives the span and the leading comment
+    core: Node  # the definition itself: gives the signature, docstring and body
+    kind: EntityKind
+    name: str
+    receiver: str
+    parent: _Definition | None = None
+    entity: Entity | None = None
+
+
+def _text(node: Node) -> str:
+    return node.text.decode("utf-8", "replace") if node.text is not None else ""
+
+
+def _end_line(node: Node) -> int:
+    """1-based inclusive last line; a node ending at column 0 ends on the line before."""
+    row, column = node.end_point
+    return max(node.start_point[0] + 1, row + 1 if column else row)
+
+
+def _outermost(node: Node, spec: LanguageSpec) -> Node:
+    while node.parent is not None and node.parent.type in spec.wrapper_types:
+        node = node.parent
+    return node
+
+
+def _signature(core: Node, spec: LanguageSpec) -> str:
+    body = core.child_by_field_name(spec.body_field)
+    raw = core.text or b""
+    head = raw[: body.start_byte - core.start_byte] if body is not None else raw.split(b"\n", 1)[0]
+    text = " ".join(head.decode("utf-8", "replace").split()).rstrip("{:= ")
+    return text[:MAX_SIGNATURE_CHARS]
+
+
+def _clean_comment(text: str) -> str:
+    lines = []
+    for line in text.splitlines():
+        stripped = line.strip().lstrip("/*#-;!%").rstrip("*/").strip()
+        if stripped:
+            lines.append(stripped)
+    return "\n".join(lines)
+
+
+def _docstring(definition: _Definition, spec: LanguageSpec) -> str:
+    if spec.docstring_in_body:
+        body = definition.core.child_by_field_name(spec.body_field)
+        first = body.named_children[0] if body is not None and body.named_children else None
+        if first is not None and first.type == "expression_statement" and first.named_children:
+            literal = first.named_children[0]
+            if literal.type == "string":
+                return _STRING_DELIMITERS.sub("", _text(literal)).strip()[:MAX_DOCSTRING_CHARS]
+    comments: list[str] = []
+    node = definition.node
+    expected_row = node.start_point[0]
+    sibling = node.prev_sibling
+    while sibling is not None and sibling.type in spec.comment_types:
+        if sibling.end_point[0] < expected_row - 1:
+            break  # a blank line separates this comment from the definition
+        comments.append(_text(sibling))
+        expected_row = sibling.start_point[0]
+        sibling = sibling.prev_sibling
+    return _clean_comment("\n".join(reversed(comments)))[:MAX_DOCSTRING_CHARS]
+
+
+def _statement_starts(core: Node, spec: LanguageSpec) -> tuple[int, ...]:
+    body = core.child_by_field_name(spec.body_field) or core
+    return tuple(sorted({child.start_point[0] + 1 for child in body.named_children}))
+
+
+def _collect_definitions(matches: list[tuple[int, dict[str, list[Node]]]],
+                         spec: LanguageSpec) -> list[_Definition]:
+    seen: set[tuple[int, int]] = set()
+    definitions: list[_Definition] = []
+    for _, captures in matches:
+        for capture, nodes in captures.items():
+            if not capture.startswith("definition.") or "name" not in captures:
+                continue
+            core = nodes[0]
+            if (core.start_byte, core.end_byte) in seen:
+                continue
+            seen.add((core.start_byte, core.end_byte))
+            receiver = captures.get("receiver")
+            definitions.append(_Definition(
+                node=_outermost(core, spec), core=core, kind=EntityKind(capture.split(".", 1)[1]),
+                name=_text(captures["name"][0]), receiver=_text(receiver[0]) if receiver else ""))
+    definitions.sort(key=lambda d: (d.node.start_byte, -d.node.end_byte))
+    stack: list[_Definition] = []
+    for definition in definitions:
+        while stack and stack[-1].node.end_byte < definition.node.end_byte:
+            stack.pop()
+        definition.parent = stack[-1] if stack else None
+        stack.append(definition)
+    return definitions
+
+
+def _through_receiver(definition: _Definition) -> bool:
+    node: _Definition | None = definition
+    while node is not None:
+        if node.receiver:
+            return True
+        node = node.parent
+    return False
+
+
+def parse_source(path: str, language: str, source: bytes, spec: LanguageSpec) -> ParsedSource:
+    """Parse one file into its module entity, nested definitions and unresolved references.
+
+    :param path: root-relative path with `/` separators.
+    :param language: the language name recorded on every entity.
+    :param source: the file's bytes (valid UTF-8).
+    :param spec: the language's parsing spec.
+    :return: entities in source order (module first), references, and split lines per entity.
+    """
+    parser, query = _compiled(spec)
+    tree = parser.parse(source)
+    matches = QueryCursor(query).matches(tree.root_node)
+    name, dotted = module_name(path)
+    line_count = source.count(b"\n") + (0 if source.endswith(b"\n") else 1)
+    module = Entity(id=stable_id(path, dotted, "0"), path=path, kind=EntityKind.MODULE, name=name,
+                    qualified_name=dotted, parent_id=None, start_line=1,
+                    end_line=max(1, line_count), signature="", docstring="", language=language)
+    entities = [module]
+    references: list[Relationship] = []
+    split_lines: dict[str, tuple[int, ...]] = {module.id: _statement_starts(tree.root_node, spec)}
+    definitions = _collect_definitions(matches, spec)
+    class_like = {d.name: d for d in definitions if d.kind.is_class_like}
+    occurrences: dict[str, int] = {}
+    # Receiver methods may precede their type in the file, so entities owned through a receiver
+    # are built after every other one (the sort is stable, so source order holds within each group).
+    for definition in sorted(definitions, key=_through_receiver):
+        parent = definition.parent
+        owner = class_like.get(definition.receiver) if definition.receiver else None
+        if owner is not None and owner is not definition:
+            parent = owner
+        kind = definition.kind
+        if kind is EntityKind.FUNCTION and (definition.receiver or (parent and parent.kind.is_class_like)):
+            kind = EntityKind.METHOD
+        scope = parent.entity.qualified_name if parent and parent.entity else dotted
+        if definition.receiver and owner is None:
+            scope = f"{dotted}.{definition.receiver}"
+        qualified = f"{scope}.{definition.name}"
+        occurrence = occurrences.get(qualified, 0)
+        occurrences[qualified] = occurrence + 1
+        parent_id = parent.entity.id if parent and parent.entity else module.id
+        definition.entity = Entity(
+            id=stable_id(path, qualified, str(occurrence)), path=path, kind=kind,
+            name=definition.name, qualified_name=qualified, parent_id=parent_id,
+            start_line=definition.node.start_point[0] + 1, end_line=_end_line(definition.node),
+            signature=_signature(definition.core, spec), docstring=_docstring(definition, spec),
+            language=language)
+        entities.append(definition.entity)
+        split_lines[definition.entity.id] = _statement_starts(definition.core, spec)
+        references.append(Relationship(parent_id, RelationKind.CONTAINS, qualified,
+                                       definition.entity.id, path, definition.entity.start_line))
+    entities.sort(key=lambda e: (e.start_line, -e.end_line))
+    references.extend(_references(matches, definitions, module, spec, path))
+    return ParsedSource(tuple(entities), tuple(references), split_lines)
+
+
+def _enclosing(definitions: list[_Definition], starts: list[int], node: Node) -> _Definition | None:
+    """The innermost definition whose span holds the node (definitions are properly nested)."""
+    index = bisect.bisect_right(starts, node.start_byte) - 1
+    candidate = definitions[index] if index >= 0 else None
+    while candidate is not None and candidate.node.end_byte < node.end_byte:
+        candidate = candidate.parent
+    return candidate
+
+
+def _normalise_module(text: str) -> str:
+    """Write any module reference as a dotted path; leading dots keep Python's relative meaning.
+
+    ``"./lib/util.js"`` -> ``.lib.util``; ``"../x"`` -> ``..x``; ``std::io`` -> ``std.io``.
+    """
+    stripped = text.strip().strip(_QUOTE_CHARS).replace("\\", "/")
+    dots = ""
+    if stripped.startswith(("./", "../")):
+        dots = "."
+        while stripped.startswith(("./", "../")):
+            dots += "." if stripped.startswith("../") else ""
+            stripped = stripped.split("/", 1)[1]
+    stem, dot, extension = stripped.rpartition(".")
+    if dot and extension.lower() in _SOURCE_EXTENSIONS:
+        stripped = stem
+    return dots + stripped.replace("::", ".").replace("/", ".")
+
+
+def _references(matches: list[tuple[int, dict[str, list[Node]]]], definitions: list[_Definition],
+                module: Entity, spec: LanguageSpec, path: str) -> list[Relationship]:
+    starts = [d.node.start_byte for d in definitions]
+    found: list[Relationship] = []
+    for _, captures in matches:
+        for capture, nodes in captures.items():
+            if not capture.startswith("reference."):
+                continue
+            site = nodes[0]
+            owner = _enclosing(definitions, starts, site)
+            source_id = owner.entity.id if owner and owner.entity else module.id
+            line = site.start_point[0] + 1
+            kind = capture.split(".", 1)[1]
+            if kind == "import" and "import.module" in captures:
+                target = _normalise_module(_text(captures["import.module"][0]))
+                imported = captures.get("import.name")
+                if imported:
+                    separator = "" if target.endswith(".") else "."
+                    target = f"{target}{separator}{_text(imported[0])}"
+                alias = captures.get("import.alias")
+                bound = _text(alias[0]) if alias else target.rsplit(".", 1)[-1]
+                found.append(Relationship(module.id, RelationKind.IMPORTS, target, None, path, line, bound))
+            elif kind == "call" and "name" in captures:
+                receiver = captures.get("receiver")
+                target = _text(captures["name"][0])
+                prefix = _normalise_module(_text(receiver[0])) if receiver else ""
+                if len(prefix) <= MAX_RECEIVER_CHARS and _DOTTED_NAME.match(prefix):
+                    target = f"{prefix}.{target}"
+                found.append(Relationship(source_id, RelationKind.CALLS, target, None, path, line))
+            elif kind == "inherits":
+                for base in captures.get("name", []):
+                    found.append(Relationship(source_id, RelationKind.INHERITS,
+                                              _normalise_module(_text(base)), None, path, line))
+    return found

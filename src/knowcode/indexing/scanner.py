@@ -1,0 +1,159 @@
+"""Walk a repository root and list the files worth indexing, with the reasons others were skipped."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pathspec
+
+from knowcode.indexing.languages import detect_language
+
+DEFAULT_MAX_FILE_BYTES = 1024 * 1024  # issue #2: files over 1 MiB are generated or data, not code
+BINARY_SNIFF_BYTES = 8192  # git's heuristic: a NUL byte in the first 8 KiB means binary
+IGNORE_FILE_NAMES = (".gitignore", ".knowcodeignore")
+VIRTUALENV_MARKER = "pyvenv.cfg"  # a virtualenv under any folder name
+
+# Folders that hold tools' state, dependencies or build output, never the project's own code.
+PRUNED_DIRS = frozenset({
+    ".git", ".hg", ".svn", ".bzr", "_darcs", ".jj",
+    ".venv", "venv", ".tox", ".nox", "__pypackages__", "site-packages",
+    "node_modules", "bower_components", ".yarn", ".pnpm-store", "vendor",
+    "build", "dist", "target", "_build", ".eggs", ".next", ".nuxt", ".svelte-kit",
+    "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache", ".gradle", ".idea",
+    ".vscode", ".terraform", ".dart_tool", ".stack-work", "zig-cache", ".zig-cache", "zig-out",
+    "htmlcov", ".knowcode", ".semble",
+})
+# Secrets and machine-specific files: never indexed, so their text can never reach a prompt.
+SECRET_PATTERNS = pathspec.GitIgnoreSpec.from_lines([
+    ".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "id_rsa*",
+    "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", ".pgpass", "*.kdbx", "credentials.json",
+])
+# Lock files and minified bundles are large, generated and useless to read.
+GENERATED_PATTERNS = pathspec.GitIgnoreSpec.from_lines([
+    "*.lock", "package-lock.json", "pnpm-lock.yaml", "yarn.lock", "*.min.js", "*.min.css", "*.map",
+])
+
+
+@dataclass(frozen=True, slots=True)
+class ScannedFile:
+    """A file to index: root-relative `/` path, detected language, size and modification time."""
+
+    path: str
+    language: str
+    size: int
+    mtime: float
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    """A file left out, and why (binary, too large, unreadable, symlink outside the root, ...)."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScanResult:
+    """Everything a walk found, sorted by path."""
+
+    files: tuple[ScannedFile, ...]
+    skipped: tuple[SkippedFile, ...]
+
+
+def _read_ignore_specs(directory: Path) -> pathspec.GitIgnoreSpec | None:
+    lines: list[str] = []
+    for name in IGNORE_FILE_NAMES:
+        candidate = directory / name
+        if candidate.is_file():
+            try:
+                lines.extend(candidate.read_text(encoding="utf-8", errors="replace").splitlines())
+            except OSError:
+                continue
+    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+
+
+def _ignored(rel_path: str, is_dir: bool, specs: list[tuple[str, pathspec.GitIgnoreSpec]]) -> bool:
+    """Apply every ignore file from the root down; each matches paths relative to its own folder."""
+    ignored = False
+    for base, spec in specs:
+        local = rel_path[len(base) + 1:] if base else rel_path
+        candidate = local + "/" if is_dir else local
+        result = spec.check_file(candidate)
+        if result.include is not None:
+            ignored = result.include
+    return ignored
+
+
+def _sniff(path: Path) -> tuple[bool, str]:
+    """Return (is_binary, first line) from the head of a file."""
+    with path.open("rb") as handle:
+        head = handle.read(BINARY_SNIFF_BYTES)
+    return b"\0" in head, head.split(b"\n", 1)[0].decode("utf-8", "replace")
+
+
+def scan(root: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> ScanResult:
+    """List the indexable files under root, honouring ignore files and never leaving the root.
+
+    :param root: the repository folder.
+    :param max_file_bytes: files larger than this are skipped.
+    :return: the files to index and the files skipped with their reasons.
+    """
+    root = root.resolve()
+    files: list[ScannedFile] = []
+    skipped: list[SkippedFile] = []
+    specs_by_dir: dict[str, list[tuple[str, pathspec.GitIgnoreSpec]]] = {}
+    for current, dirnames, filenames in os.walk(root, followlinks=False):
+        current_path = Path(current)
+        rel_dir = current_path.relative_to(root).as_posix()
+        rel_dir = "" if rel_dir == "." else rel_dir
+        inherited = specs_by_dir.get(str(current_path.parent), []) if rel_dir else []
+        own = _read_ignore_specs(current_path)
+        specs = [*inherited, (rel_dir, own)] if own is not None else inherited
+        specs_by_dir[current] = specs
+        kept_dirs = []
+        for name in sorted(dirnames):
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            if name in PRUNED_DIRS or name.endswith(".egg-info") or _ignored(rel, True, specs):
+                continue
+            if (current_path / name / VIRTUALENV_MARKER).exists():
+                continue
+            if (current_path / name).is_symlink():
+                skipped.append(SkippedFile(rel, "symlinked folder (not followed)"))
+                continue
+            kept_dirs.append(name)
+        dirnames[:] = kept_dirs
+        for name in sorted(filenames):
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            if name in IGNORE_FILE_NAMES or _ignored(rel, False, specs):
+                continue
+            if SECRET_PATTERNS.match_file(rel):
+                skipped.append(SkippedFile(rel, "looks like a secret"))
+                continue
+            if GENERATED_PATTERNS.match_file(rel):
+                continue
+            entry = _check_file(root, current_path / name, rel, max_file_bytes)
+            (files if isinstance(entry, ScannedFile) else skipped).append(entry)
+    files.sort(key=lambda f: f.path)
+    skipped.sort(key=lambda f: f.path)
+    return ScanResult(tuple(files), tuple(skipped))
+
+
+def _check_file(root: Path, path: Path, rel: str, max_file_bytes: int) -> ScannedFile | SkippedFile:
+    try:
+        if path.is_symlink() and not path.resolve().is_relative_to(root):
+            return SkippedFile(rel, "symlink outside the root")
+        stat = path.stat()
+        if not path.is_file():
+            return SkippedFile(rel, "not a regular file")
+        if stat.st_size > max_file_bytes:
+            return SkippedFile(rel, f"larger than {max_file_bytes} bytes")
+        language = detect_language(rel)
+        is_binary, first_line = _sniff(path)
+    except OSError as err:
+        return SkippedFile(rel, f"unreadable: {err.strerror or err}")
+    if is_binary:
+        return SkippedFile(rel, "binary")
+    language = language or detect_language(rel, first_line) or "text"
+    return ScannedFile(rel, language, stat.st_size, stat.st_mtime)

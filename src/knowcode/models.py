@@ -1,0 +1,123 @@
+"""Plain data that crosses stage boundaries: files, entities, relationships and chunks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class EntityKind(str, Enum):
+    """What an entity is. Class-like kinds are the ones that can own methods."""
+
+    MODULE = "module"
+    CLASS = "class"
+    STRUCT = "struct"
+    INTERFACE = "interface"
+    TRAIT = "trait"
+    ENUM = "enum"
+    TYPE = "type"
+    FUNCTION = "function"
+    METHOD = "method"
+    SECTION = "section"  # a Markdown heading section
+    KEY = "key"  # a top-level key of a YAML, TOML or JSON document
+
+    @property
+    def is_class_like(self) -> bool:
+        """True for kinds whose nested functions are methods."""
+        return self in _CLASS_LIKE
+
+    @property
+    def is_callable(self) -> bool:
+        """True for kinds a call expression can resolve to (constructors included)."""
+        return self in _CALLABLE
+
+
+_CLASS_LIKE = frozenset(
+    {EntityKind.CLASS, EntityKind.STRUCT, EntityKind.INTERFACE, EntityKind.TRAIT, EntityKind.ENUM}
+)
+_CALLABLE = frozenset({EntityKind.FUNCTION, EntityKind.METHOD, EntityKind.CLASS, EntityKind.STRUCT})
+
+
+class RelationKind(str, Enum):
+    """Edges of the entity graph."""
+
+    CONTAINS = "contains"
+    CALLS = "calls"
+    IMPORTS = "imports"
+    INHERITS = "inherits"
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    """One indexed file, keyed by its root-relative path with `/` separators."""
+
+    path: str
+    language: str
+    content_hash: str
+    size: int
+    mtime: float
+    line_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """A module, type, function, method or document part, with a 1-based inclusive line span."""
+
+    id: str
+    path: str
+    kind: EntityKind
+    name: str
+    qualified_name: str
+    parent_id: str | None
+    start_line: int
+    end_line: int
+    signature: str
+    docstring: str
+    language: str
+
+
+@dataclass(frozen=True, slots=True)
+class Relationship:
+    """A directed edge; `target_id` is None when the target could not be resolved unambiguously.
+
+    `target_name` is the name as written at the reference site (a dotted module path for imports);
+    `alias` is the local name an import binds, so later calls through that name can be resolved.
+    """
+
+    source_id: str
+    kind: RelationKind
+    target_name: str
+    target_id: str | None
+    path: str
+    line: int
+    alias: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A retrieval unit: code-sized text with its span, owning entity and the text the indexes see."""
+
+    id: str
+    path: str
+    entity_id: str
+    start_line: int
+    end_line: int
+    text: str
+    index_text: str
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStats:
+    """Totals of one index, as `knowcode stats --json` prints them."""
+
+    root: str
+    store: str
+    indexed_at: float | None
+    files: int
+    lines: int
+    languages: dict[str, int]
+    entities: dict[str, int]
+    relationships: dict[str, int]
+    chunks: int
+    unresolved_references: int
+    skipped_files: int

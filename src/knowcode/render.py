@@ -1,0 +1,66 @@
+"""Human-readable output shared by the CLI and the servers."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from knowcode.indexing import IndexReport
+from knowcode.models import IndexStats
+
+MAX_LISTED_PATHS = 10  # per change kind in a human summary; --json has them all
+
+
+def to_json(value: Any) -> str:
+    """Serialise a dataclass (or plain data) as indented JSON."""
+    data = dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else value
+    return json.dumps(data, indent=2, sort_keys=False, default=str)
+
+
+def index_report_json(report: IndexReport) -> str:
+    """The `knowcode index --json` document."""
+    data = dataclasses.asdict(report)
+    data["renamed"] = [{"from": old, "to": new} for old, new in report.renamed]
+    return json.dumps(data, indent=2)
+
+
+def _listing(title: str, paths: list[str]) -> list[str]:
+    if not paths:
+        return []
+    shown = paths[:MAX_LISTED_PATHS]
+    more = f" (+{len(paths) - len(shown)} more)" if len(paths) > len(shown) else ""
+    return [f"{title} ({len(paths)}){more}:", *(f"  {path}" for path in shown)]
+
+
+def index_report_text(report: IndexReport) -> str:
+    """A short summary of an indexing run."""
+    rate = report.parsed_lines / report.seconds if report.seconds else 0.0
+    lines = [f"indexed in {report.seconds:.2f}s: {report.parsed_files} files parsed "
+             f"({report.parsed_lines} lines, {rate:,.0f} lines/s), {report.unchanged} unchanged"]
+    lines += _listing("added", list(report.added))
+    lines += _listing("changed", list(report.changed))
+    lines += _listing("deleted", list(report.deleted))
+    lines += _listing("renamed", [f"{old} -> {new}" for old, new in report.renamed])
+    lines += _listing("failed", [f"{path}: {reason}" for path, reason in report.failed.items()])
+    if report.skipped:
+        lines.append(f"skipped {len(report.skipped)} files (binary, too large, secrets, ...): "
+                     "see `knowcode stats --json`")
+    return "\n".join(lines)
+
+
+def stats_text(stats: IndexStats) -> str:
+    """A compact table of index totals."""
+    def pairs(counts: dict[str, int]) -> str:
+        return ", ".join(f"{key} {value}" for key, value in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+    return "\n".join([
+        f"root:          {stats.root}",
+        f"store:         {stats.store}",
+        f"files:         {stats.files} ({stats.lines} lines, {stats.skipped_files} skipped)",
+        f"languages:     {pairs(stats.languages)}",
+        f"entities:      {pairs(stats.entities)}",
+        f"relationships: {pairs(stats.relationships)}",
+        f"unresolved:    {stats.unresolved_references} references",
+        f"chunks:        {stats.chunks}",
+    ])

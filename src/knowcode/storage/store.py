@@ -1,0 +1,268 @@
+"""The index store: one SQLite database (WAL) holding files, entities, relationships and chunks.
+
+Every update runs in one transaction, so an interrupted or failed run leaves the previous index
+intact, and readers on other connections keep seeing the last committed index while it runs.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from knowcode.errors import SchemaVersionError, StoreError
+from knowcode.models import Chunk, Entity, EntityKind, FileRecord, RelationKind, Relationship
+
+# Schema history (one line per bump; see DESIGN.md "Index format"):
+#   1: files, entities, relationships (resolved or not), chunks, skipped, meta.
+SCHEMA_VERSION = 1
+DATABASE_NAME = "index.db"
+BUSY_TIMEOUT_SECONDS = 30.0  # a reader waits this long for a writer's checkpoint before failing
+_BATCH = 500  # keeps `IN (...)` lists under SQLite's host-parameter limit
+
+_SCHEMA = """
+CREATE TABLE files (
+    path TEXT PRIMARY KEY, language TEXT NOT NULL, content_hash TEXT NOT NULL,
+    size INTEGER NOT NULL, mtime REAL NOT NULL, line_count INTEGER NOT NULL);
+CREATE TABLE entities (
+    id TEXT PRIMARY KEY, path TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,
+    qualified_name TEXT NOT NULL, parent_id TEXT, start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL, signature TEXT NOT NULL, docstring TEXT NOT NULL,
+    language TEXT NOT NULL);
+CREATE INDEX entities_path ON entities(path);
+CREATE INDEX entities_name ON entities(name);
+CREATE INDEX entities_parent ON entities(parent_id);
+CREATE TABLE relationships (
+    source_id TEXT NOT NULL, kind TEXT NOT NULL, target_name TEXT NOT NULL, target_id TEXT,
+    path TEXT NOT NULL, line INTEGER NOT NULL, alias TEXT NOT NULL);
+CREATE INDEX relationships_path ON relationships(path);
+CREATE INDEX relationships_source ON relationships(source_id);
+CREATE INDEX relationships_target ON relationships(target_id);
+CREATE TABLE chunks (
+    id TEXT PRIMARY KEY, path TEXT NOT NULL, entity_id TEXT NOT NULL, start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL, text TEXT NOT NULL, index_text TEXT NOT NULL);
+CREATE INDEX chunks_path ON chunks(path);
+CREATE TABLE skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+_ENTITY_COLUMNS = ("id, path, kind, name, qualified_name, parent_id, start_line, end_line, signature, "
+                   "docstring, language")
+_RELATIONSHIP_COLUMNS = "source_id, kind, target_name, target_id, path, line, alias"
+_CHUNK_COLUMNS = "id, path, entity_id, start_line, end_line, text, index_text"
+
+
+def _entity(row: sqlite3.Row) -> Entity:
+    return Entity(row[0], row[1], EntityKind(row[2]), row[3], row[4], row[5], row[6], row[7], row[8],
+                  row[9], row[10])
+
+
+def _relationship(row: sqlite3.Row) -> Relationship:
+    return Relationship(row[0], RelationKind(row[1]), row[2], row[3], row[4], row[5], row[6])
+
+
+def _batches(values: Iterable[str]) -> Iterator[list[str]]:
+    items = sorted(set(values))
+    for start in range(0, len(items), _BATCH):
+        yield items[start:start + _BATCH]
+
+
+class Store:
+    """A connection to one index database; use :meth:`open` to create or check it."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self.connection = connection
+        self.path = path
+
+    @classmethod
+    def open(cls, directory: Path, *, create: bool = True) -> Store:
+        """Open (and with `create`, make) the store in a folder, checking its schema version.
+
+        :param directory: the store folder.
+        :param create: make the folder and an empty schema when they do not exist.
+        :return: an open store.
+        :raises StoreError: the folder or database cannot be created or read, or is not an index.
+        :raises SchemaVersionError: the database was written by a newer KnowCode.
+        """
+        path = directory / DATABASE_NAME
+        if not create and not path.is_file():
+            raise StoreError(f"no index at {directory}: run `knowcode index` first")
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None,
+                                         check_same_thread=False)
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            version = connection.execute("PRAGMA user_version").fetchone()[0]
+        except (OSError, sqlite3.Error) as err:
+            raise StoreError(f"cannot open the index store at {path}: {err}") from err
+        if version > SCHEMA_VERSION:
+            connection.close()
+            raise SchemaVersionError(
+                f"the index at {path} has schema {version}, newer than this KnowCode's "
+                f"{SCHEMA_VERSION}: upgrade knowcode, or delete {directory} and re-index")
+        store = cls(connection, path)
+        if version < SCHEMA_VERSION:
+            store._reset_schema()
+        return store
+
+    def _reset_schema(self) -> None:
+        """Create the schema; an older schema is dropped, since every table is derived data."""
+        with self.transaction():
+            tables = [row[0] for row in self.connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")]
+            for table in tables:
+                self.connection.execute(f'DROP TABLE "{table}"')
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self.connection.execute(statement)
+            self.connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.connection.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Run a block as one write transaction: all of it commits, or none of it."""
+        self.connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.connection.execute("ROLLBACK")
+            raise
+        self.connection.execute("COMMIT")
+
+    # Reads
+
+    def file_records(self) -> dict[str, FileRecord]:
+        """Every indexed file by path."""
+        rows = self.connection.execute(
+            "SELECT path, language, content_hash, size, mtime, line_count FROM files")
+        return {row[0]: FileRecord(*row) for row in rows}
+
+    def entities_in_files(self, paths: Iterable[str]) -> list[Entity]:
+        """The entities of the given files."""
+        return self._select_in(f"SELECT {_ENTITY_COLUMNS} FROM entities WHERE path IN", paths, _entity)
+
+    def entities_named(self, names: Iterable[str]) -> list[Entity]:
+        """The entities whose short name is one of `names`."""
+        return self._select_in(f"SELECT {_ENTITY_COLUMNS} FROM entities WHERE name IN", names, _entity)
+
+    def entities_by_id(self, ids: Iterable[str]) -> list[Entity]:
+        """The entities with the given ids (missing ids are left out)."""
+        return self._select_in(f"SELECT {_ENTITY_COLUMNS} FROM entities WHERE id IN", ids, _entity)
+
+    def references(self, *, outside: Iterable[str] = ()) -> list[Relationship]:
+        """Every relationship except `contains`, optionally leaving out some files."""
+        excluded = set(outside)
+        rows = self.connection.execute(
+            f"SELECT {_RELATIONSHIP_COLUMNS} FROM relationships WHERE kind != 'contains'")
+        return [_relationship(row) for row in rows if row[4] not in excluded]
+
+    def imports_of_files(self, paths: Iterable[str]) -> list[Relationship]:
+        """The import relationships written in the given files."""
+        return self._select_in(f"SELECT {_RELATIONSHIP_COLUMNS} FROM relationships "
+                               "WHERE kind = 'imports' AND path IN", paths, _relationship)
+
+    def relationships(self) -> list[Relationship]:
+        """Every relationship, in a stable order."""
+        rows = self.connection.execute(f"SELECT {_RELATIONSHIP_COLUMNS} FROM relationships "
+                                       "ORDER BY path, line, source_id, kind, target_name")
+        return [_relationship(row) for row in rows]
+
+    def entities(self) -> list[Entity]:
+        """Every entity, ordered by path and position."""
+        rows = self.connection.execute(f"SELECT {_ENTITY_COLUMNS} FROM entities "
+                                       "ORDER BY path, start_line, end_line DESC, id")
+        return [_entity(row) for row in rows]
+
+    def chunks(self) -> list[Chunk]:
+        """Every chunk, ordered by path and position."""
+        rows = self.connection.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks ORDER BY path, start_line")
+        return [Chunk(*row) for row in rows]
+
+    def skipped(self) -> dict[str, str]:
+        """Files the last run left out, with the reason."""
+        return dict(self.connection.execute("SELECT path, reason FROM skipped ORDER BY path"))
+
+    def meta(self) -> dict[str, str]:
+        """Free-form facts about the index (root, times, versions)."""
+        return dict(self.connection.execute("SELECT key, value FROM meta"))
+
+    def counts(self) -> dict[str, object]:
+        """Totals by language, entity kind and relationship kind, as `knowcode stats` reports them."""
+        query = self.connection.execute
+        languages = Counter(dict(query("SELECT language, COUNT(*) FROM files GROUP BY language")))
+        kinds = Counter(dict(query("SELECT kind, COUNT(*) FROM entities GROUP BY kind")))
+        relations = Counter(dict(query(
+            "SELECT kind, COUNT(*) FROM relationships WHERE target_id IS NOT NULL GROUP BY kind")))
+        return {
+            "files": sum(languages.values()),
+            "lines": query("SELECT COALESCE(SUM(line_count), 0) FROM files").fetchone()[0],
+            "languages": dict(sorted(languages.items())),
+            "entities": dict(sorted(kinds.items())),
+            "relationships": dict(sorted(relations.items())),
+            "chunks": query("SELECT COUNT(*) FROM chunks").fetchone()[0],
+            "unresolved_references": query(
+                "SELECT COUNT(*) FROM relationships WHERE target_id IS NULL").fetchone()[0],
+            "skipped_files": query("SELECT COUNT(*) FROM skipped").fetchone()[0],
+        }
+
+    def _select_in(self, sql: str, values: Iterable[str], make):  # type: ignore[no-untyped-def]
+        found = []
+        for batch in _batches(values):
+            marks = ",".join("?" * len(batch))
+            found.extend(make(row) for row in self.connection.execute(f"{sql} ({marks})", batch))
+        return found
+
+    # Writes (call inside `transaction()`)
+
+    def delete_files(self, paths: Sequence[str]) -> None:
+        """Remove files with everything derived from them (relationships written in them included)."""
+        for table in ("files", "entities", "relationships", "chunks"):
+            for batch in _batches(paths):
+                marks = ",".join("?" * len(batch))
+                self.connection.execute(f"DELETE FROM {table} WHERE path IN ({marks})", batch)
+
+    def insert(self, files: Iterable[FileRecord], entities: Iterable[Entity], chunks: Iterable[Chunk]) -> None:
+        """Add files, their entities and their chunks."""
+        execute = self.connection.executemany
+        execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?)",
+                ((f.path, f.language, f.content_hash, f.size, f.mtime, f.line_count) for f in files))
+        execute(f"INSERT INTO entities ({_ENTITY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                ((e.id, e.path, e.kind.value, e.name, e.qualified_name, e.parent_id, e.start_line,
+                  e.end_line, e.signature, e.docstring, e.language) for e in entities))
+        execute(f"INSERT INTO chunks ({_CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                ((c.id, c.path, c.entity_id, c.start_line, c.end_line, c.text, c.index_text)
+                 for c in chunks))
+
+    def insert_relationships(self, relationships: Iterable[Relationship]) -> None:
+        """Add relationships (resolved or not)."""
+        self.connection.executemany(
+            f"INSERT INTO relationships ({_RELATIONSHIP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            ((r.source_id, r.kind.value, r.target_name, r.target_id, r.path, r.line, r.alias)
+             for r in relationships))
+
+    def replace_relationships(self, old: Sequence[Relationship], new: Sequence[Relationship]) -> None:
+        """Swap existing relationships for their re-resolved versions (same position, new target)."""
+        self.connection.executemany(
+            "UPDATE relationships SET target_id = ? WHERE source_id = ? AND kind = ? AND target_name = ? "
+            "AND path = ? AND line = ? AND target_id IS ?",
+            ((n.target_id, o.source_id, o.kind.value, o.target_name, o.path, o.line, o.target_id)
+             for o, n in zip(old, new, strict=True) if o.target_id != n.target_id))
+
+    def touch_files(self, files: Iterable[FileRecord]) -> None:
+        """Record a new modification time for files whose content did not change."""
+        self.connection.executemany("UPDATE files SET mtime = ?, size = ? WHERE path = ?",
+                                    ((f.mtime, f.size, f.path) for f in files))
+
+    def replace_skipped(self, skipped: dict[str, str]) -> None:
+        """Replace the list of files the run left out."""
+        self.connection.execute("DELETE FROM skipped")
+        self.connection.executemany("INSERT INTO skipped VALUES (?, ?)", sorted(skipped.items()))
+
+    def set_meta(self, values: dict[str, str]) -> None:
+        """Set free-form facts about the index."""
+        self.connection.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values.items())
