@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,8 +9,14 @@ from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, \
-    TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
 
 from knowcode import render
 from knowcode.engine import KnowCode
@@ -55,20 +60,22 @@ def _open(repo: Path, store: Path | None, config: Path | None) -> KnowCode:
 def _with_progress(run: Callable[[Callable[[int, int], None]], T]) -> T:
     columns = (TextColumn("parsing"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
                TaskProgressColumn(), TextColumn("{task.speed_text}"), TimeRemainingColumn())
-    with Progress(*columns, console=stderr, transient=True, disable=not stderr.is_terminal) as bar:
+    # No refresh thread (auto_refresh=False): a thread-free process can fork its parser workers.
+    with Progress(*columns, console=stderr, transient=True, auto_refresh=False,
+                  disable=not stderr.is_terminal) as bar:
         task = bar.add_task("parsing", total=None, speed_text="")
 
         def update(done: int, total: int) -> None:
             elapsed = bar.tasks[0].elapsed or 0.0
             speed = f"{done / elapsed:,.0f} files/s" if elapsed else ""
-            bar.update(task, completed=done, total=total, speed_text=speed)
+            bar.update(task, completed=done, total=total, speed_text=speed, refresh=True)
 
         return run(update)
 
 
 @app.command()
 def index(
-    path: Annotated[Path, typer.Argument(help="Repository folder.", show_default="current folder")] = Path("."),
+    path: Annotated[Path, typer.Argument(help="Repository folder.", show_default="current folder")] = Path(),
     store: StoreOption = None,
     config: ConfigOption = None,
     json: JsonOption = False,
@@ -100,4 +107,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -14,7 +14,8 @@ MAX_LISTED_PATHS = 10  # per change kind in a human summary; --json has them all
 
 def to_json(value: Any) -> str:
     """Serialise a dataclass (or plain data) as indented JSON."""
-    data = dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else value
+    is_instance = dataclasses.is_dataclass(value) and not isinstance(value, type)
+    data = dataclasses.asdict(value) if is_instance else value
     return json.dumps(data, indent=2, sort_keys=False, default=str)
 
 

@@ -2,8 +2,8 @@
 
 An entity that fits in one chunk is one chunk. A larger one is walked in line order: its own lines
 (header, docstring, statements between children) and its small children are packed greedily into
-chunks; a larger child gets a chunk of its own (or is chunked recursively when it does not fit), and a run of own lines too large for one chunk is
-cut at statement starts. Every line of the file lands in exactly one chunk, blank edges trimmed.
+chunks; a larger child gets a chunk of its own (or is chunked recursively when it does not fit),
+and a run of own lines too large for one chunk is cut at statement starts. Every line of the file lands in exactly one chunk, blank edges trimmed.
 """
 
 from __future__ import annotations
@@ -143,6 +143,7 @@ def chunk_file(path: str, text: str, entities: Sequence[Entity],
     :param split_lines: statement starts per entity id, where long runs may be cut.
     :return: chunks in line order.
     """
-    chunker = _Chunker(path, text.split("\n"), entities, split_lines)  # rows as tree-sitter counts them
+    lines = text.split("\n")  # the rows tree-sitter counts (splitlines() also splits on \f, \u2028, ...)
+    chunker = _Chunker(path, lines, entities, split_lines)
     chunker.chunk_entity(entities[0])
     return sorted(chunker.chunks, key=lambda c: c.start_line)

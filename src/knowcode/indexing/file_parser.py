@@ -10,7 +10,7 @@ from knowcode.indexing.chunker import chunk_file
 from knowcode.indexing.entity_ids import module_name, stable_id
 from knowcode.indexing.languages import spec_for
 from knowcode.indexing.parser import ParsedSource, parse_source
-from knowcode.indexing.scanner import ScannedFile
+from knowcode.indexing.scanner import BINARY_SNIFF_BYTES, ScannedFile
 from knowcode.models import Chunk, Entity, EntityKind, FileRecord, Relationship
 
 
@@ -22,6 +22,11 @@ class ParsedFile:
     entities: tuple[Entity, ...]
     references: tuple[Relationship, ...]
     chunks: tuple[Chunk, ...]
+
+    @property
+    def path(self) -> str:
+        """The file's root-relative path."""
+        return self.record.path
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +63,8 @@ def parse_file(root: Path, scanned: ScannedFile) -> ParsedFile | FileFailure:
         data = (root / scanned.path).read_bytes()
     except OSError as err:
         return FileFailure(scanned.path, f"unreadable: {err.strerror or err}")
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        return FileFailure(scanned.path, "binary")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -1,14 +1,13 @@
 """Resolve references to entities: same class, same file, imported names, then a global name index.
 
 A reference whose target is missing or ambiguous at every step stays unresolved (``target_id`` None):
-the graph never guesses. Resolution only ever looks at entities whose name is the last dotted part
-of the target (or, for imports, any dotted part), which is what lets the indexer re-resolve only the
-references a change can affect.
+the graph never guesses. Resolution only ever looks at entities named by :func:`lookup_names` and at
+the reference's own file, which is what lets the indexer re-resolve only the references a change can
+affect.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -22,15 +21,22 @@ class SymbolTable:
     """What resolution may look at: candidates by name, sources by id, import bindings by file."""
 
     by_name: dict[str, list[Entity]] = field(default_factory=dict)
+    callables_by_name: dict[str, list[Entity]] = field(default_factory=dict)  # call targets
+    types_by_name: dict[str, list[Entity]] = field(default_factory=dict)  # base-class targets
     by_id: dict[str, Entity] = field(default_factory=dict)
     bindings: dict[str, dict[str, str]] = field(default_factory=dict)  # path -> alias -> target
 
     def add_entities(self, entities: Iterable[Entity]) -> None:
         """Index entities by name (candidates) and by id (sources)."""
         for entity in entities:
-            if entity.id not in self.by_id:
-                self.by_name.setdefault(entity.name, []).append(entity)
-                self.by_id[entity.id] = entity
+            if entity.id in self.by_id:
+                continue
+            self.by_id[entity.id] = entity
+            self.by_name.setdefault(entity.name, []).append(entity)
+            if entity.kind.is_callable:
+                self.callables_by_name.setdefault(entity.name, []).append(entity)
+            if entity.kind.is_class_like:
+                self.types_by_name.setdefault(entity.name, []).append(entity)
 
     def add_bindings(self, references: Iterable[Relationship]) -> None:
         """Record the local names that import references bind in their files."""
@@ -39,9 +45,16 @@ class SymbolTable:
                 self.bindings.setdefault(ref.path, {})[ref.alias] = ref.target_name
 
 
-def lookup_names(target_name: str) -> set[str]:
-    """Every entity name a reference to `target_name` may be resolved through."""
-    return {part for part in target_name.split(".") if part}
+def lookup_names(ref: Relationship) -> set[str]:
+    """The entity names whose appearance or disappearance can change how `ref` resolves.
+
+    Calls and bases resolve among entities named like the last dotted part; an import may also
+    resolve to the module named by the part before it.
+    """
+    head, _, last = ref.target_name.rpartition(".")
+    if ref.kind is RelationKind.IMPORTS and head:
+        return {last, head.rpartition(".")[2]}
+    return {last}
 
 
 def _absolute(target: str, importer_path: str) -> str:
@@ -91,9 +104,8 @@ def resolve_reference(ref: Relationship, table: SymbolTable) -> str | None:
     if ref.kind is RelationKind.IMPORTS:
         return _resolve_import(ref, table)
     receiver, _, name = ref.target_name.rpartition(".")
-    wanted = (lambda e: e.kind.is_callable) if ref.kind is RelationKind.CALLS else (
-        lambda e: e.kind.is_class_like)
-    candidates = [e for e in table.by_name.get(name, []) if wanted(e)]
+    by_name = table.callables_by_name if ref.kind is RelationKind.CALLS else table.types_by_name
+    candidates = by_name.get(name, [])
     if not candidates:
         return None
     source = table.by_id.get(ref.source_id)
@@ -117,4 +129,5 @@ def resolve_reference(ref: Relationship, table: SymbolTable) -> str | None:
 
 def resolve(references: Iterable[Relationship], table: SymbolTable) -> list[Relationship]:
     """Resolve each reference against the table; resolved or not, every reference is kept."""
-    return [dataclasses.replace(ref, target_id=resolve_reference(ref, table)) for ref in references]
+    return [Relationship(ref.source_id, ref.kind, ref.target_name, resolve_reference(ref, table), ref.path,
+                         ref.line, ref.alias) for ref in references]

@@ -8,22 +8,23 @@ they mention a name that a changed file defined before or defines now: no other 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from multiprocessing import get_context
+from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 
 from knowcode.indexing.file_parser import FileFailure, ParsedFile, parse_file
 from knowcode.indexing.graph_builder import SymbolTable, lookup_names, resolve
 from knowcode.indexing.scanner import ScannedFile, SkippedFile, scan
-from knowcode.models import FileRecord, RelationKind
+from knowcode.models import FileRecord, RelationKind, Relationship
 from knowcode.storage.store import Store
 
 PARALLEL_MIN_FILES = 64  # below this, starting worker processes costs more than it saves
-PARSE_CHUNKSIZE = 16  # files per task sent to a worker: amortises pickling without starving a core
+PARSE_CHUNKSIZE = 4  # files per task sent to a worker: amortises pickling, keeps the cores evenly busy
 
 ProgressCallback = Callable[[int, int], None]  # (files parsed so far, files to parse)
 
@@ -44,6 +45,15 @@ class IndexReport:
     seconds: float = 0.0
 
 
+def _start_method() -> str:
+    """Fork when it is safe: it skips re-importing the grammars in every worker (~0.4 s each), but
+    forking a process that runs other threads (a server, a progress bar) can deadlock the child."""
+    methods = get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return "fork"
+    return "forkserver" if "forkserver" in methods else "spawn"
+
+
 def _parse_all(root: Path, files: list[ScannedFile], workers: int,
                progress: ProgressCallback | None) -> Iterator[ParsedFile | FileFailure]:
     task = partial(parse_file, root)
@@ -51,8 +61,7 @@ def _parse_all(root: Path, files: list[ScannedFile], workers: int,
         results: Iterable[ParsedFile | FileFailure] = map(task, files)
         executor = None
     else:
-        # forkserver: workers never inherit the caller's threads (a progress bar's, a server's).
-        executor = ProcessPoolExecutor(workers, mp_context=get_context("forkserver"))
+        executor = ProcessPoolExecutor(workers, mp_context=get_context(_start_method()))
         results = executor.map(task, files, chunksize=PARSE_CHUNKSIZE)
     try:
         for done, result in enumerate(results, start=1):
@@ -68,6 +77,8 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
                      progress: ProgressCallback | None = None) -> IndexReport:
     """Bring the store up to date with the files under root, in one transaction.
 
+    Parsed files are written as they arrive from the workers, so storage overlaps parsing.
+
     :param root: the repository root.
     :param store: the open store to update.
     :param max_file_bytes: larger files are skipped.
@@ -81,45 +92,53 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
     current = {f.path: f for f in scanned.files}
     to_parse = [f for f in scanned.files
                 if f.path not in old or (old[f.path].size, old[f.path].mtime) != (f.size, f.mtime)]
-    outcomes = list(_parse_all(root, to_parse, workers or os.cpu_count() or 1, progress))
-    parsed = [o for o in outcomes if isinstance(o, ParsedFile)]
-    failed = {o.path: o.reason for o in outcomes if isinstance(o, FileFailure)}
-    touched = [p.record for p in parsed if p.record.path in old
-               and old[p.record.path].content_hash == p.record.content_hash]
-    touched_paths = {r.path for r in touched}
-    fresh = [p for p in parsed if p.record.path not in touched_paths]
-    gone = sorted((set(old) - set(current)) | (set(failed) & set(old)))
-    replaced = sorted({p.record.path for p in fresh} | set(gone))
+    gone = sorted(set(old) - set(current))
+    fresh: list[ParsedFile] = []
+    failed: dict[str, str] = {}
+    references: list[Relationship] = []
     with store.transaction():
-        names = {e.name for e in store.entities_in_files(replaced)}
-        store.delete_files(replaced)
-        store.touch_files(touched)
-        store.insert((p.record for p in fresh), (e for p in fresh for e in p.entities),
-                     (c for p in fresh for c in p.chunks))
-        names.update(e.name for p in fresh for e in p.entities)
-        _resolve_changes(store, fresh, names, set(replaced))
+        old_names = store.entity_names_by_file([*gone, *(f.path for f in to_parse if f.path in old)])
+        names = {name for path in gone for name in old_names.get(path, ())}
+        store.delete_files(gone)
+        for outcome in _parse_all(root, to_parse, workers or os.cpu_count() or 1, progress):
+            path = outcome.path
+            if path in old:
+                store.delete_files([path])
+            if isinstance(outcome, FileFailure):
+                failed[path] = outcome.reason
+                names.update(old_names.get(path, ()))
+                continue
+            store.insert([outcome.record], outcome.entities, outcome.chunks)
+            references.extend(outcome.references)
+            if path not in old or old[path].content_hash != outcome.record.content_hash:
+                fresh.append(outcome)
+                names.update(old_names.get(path, ()))
+                names.update(e.name for e in outcome.entities)
+        replaced = {*gone, *(f.path for f in to_parse)}
+        _resolve_changes(store, references, names, replaced, len(current) > len(replaced))
         store.replace_skipped({**{s.path: s.reason for s in scanned.skipped}, **failed})
         store.set_meta({"root": str(root.resolve()), "indexed_at": str(time.time())})
+    gone = sorted({*gone, *(path for path in failed if path in old)})
     return _report(old, fresh, gone, failed, scanned.skipped, len(current), started)
 
 
-def _resolve_changes(store: Store, fresh: list[ParsedFile], names: set[str], replaced: set[str]) -> None:
-    """Resolve the new files' references, and re-resolve old ones that mention a changed name."""
-    new_refs = [r for p in fresh for r in p.references]
-    affected = [r for r in store.references(outside=replaced) if lookup_names(r.target_name) & names]
+def _resolve_changes(store: Store, new_refs: list[Relationship], names: set[str], replaced: set[str],
+                     has_unchanged: bool) -> None:
+    """Resolve the re-parsed files' references, and re-resolve old ones that mention a changed name."""
+    affected = [r for r in store.references_to_names(names) if r.path not in replaced
+                and lookup_names(r) & names] if has_unchanged else []
     pending = [r for r in [*new_refs, *affected] if r.kind is not RelationKind.CONTAINS]
     table = SymbolTable()
-    wanted = set().union(*(lookup_names(r.target_name) for r in pending)) if pending else set()
+    wanted = set().union(*(lookup_names(r) for r in pending)) if pending else set()
     table.add_entities(store.entities_named(wanted))
     missing = {r.source_id for r in pending}
     while missing:  # sources and their enclosing entities, for same-class resolution
-        loaded = store.entities_by_id(missing)
+        loaded = store.entities_by_id(missing - table.by_id.keys())
         table.add_entities(loaded)
         missing = {e.parent_id for e in loaded if e.parent_id and e.parent_id not in table.by_id}
     table.add_bindings(store.imports_of_files({r.path for r in affected}))
     table.add_bindings(new_refs)
-    resolved_new = resolve(new_refs, table)
-    store.insert_relationships(resolved_new)
+    store.insert_relationships(resolve(new_refs, table))
     store.replace_relationships(affected, resolve(affected, table))
 
 

@@ -25,6 +25,8 @@ _STRING_DELIMITERS = re.compile(r"""^[rRbBuUfF]*("{3}|'{3}|"|')|("{3}|'{3}|"|')$
 # Extensions dropped from path-like imports (`"./util.js"`, `"lib/io.h"`) so they name a module.
 _SOURCE_EXTENSIONS = frozenset({"js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts", "h", "hh", "hpp",
                                 "py", "rb", "php", "lua", "zig", "sh"})
+_BODY_SUFFIXES = ("body", "block")
+_DECORATOR_TYPES = frozenset({"decorator", "annotation", "attribute_item"})
 _DOTTED_NAME = re.compile(r"^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$")
 
 
@@ -74,11 +76,24 @@ def _outermost(node: Node, spec: LanguageSpec) -> Node:
     return node
 
 
-def _signature(core: Node, spec: LanguageSpec) -> str:
+def _body(core: Node, spec: LanguageSpec) -> Node | None:
+    """The definition's body: its body field, else a child named like a body (Kotlin has no field)."""
     body = core.child_by_field_name(spec.body_field)
+    if body is None:
+        body = next((c for c in core.named_children if c.type.endswith(_BODY_SUFFIXES)), None)
+    return body
+
+
+def _signature(core: Node, spec: LanguageSpec) -> str:
+    body = _body(core, spec)
     raw = core.text or b""
-    head = raw[: body.start_byte - core.start_byte] if body is not None else raw.split(b"\n", 1)[0]
-    text = " ".join(head.decode("utf-8", "replace").split()).rstrip("{:= ")
+    end = body.start_byte if body is not None else core.start_byte + len(raw.split(b"\n", 1)[0])
+    for child in core.children:  # a comment between the header and the body is not signature
+        if child.type in spec.comment_types and child.start_byte < end:
+            end = child.start_byte
+            break
+    head = raw[: end - core.start_byte]
+    text = " ".join(head.decode("utf-8", "replace").split()).rstrip("{:=; ")
     return text[:MAX_SIGNATURE_CHARS]
 
 
@@ -102,7 +117,11 @@ def _docstring(definition: _Definition, spec: LanguageSpec) -> str:
     comments: list[str] = []
     node = definition.node
     expected_row = node.start_point[0]
+    while node.prev_sibling is None and node.parent is not None:
+        node = node.parent  # first in a body (Ruby): the comment is the body's previous sibling
     sibling = node.prev_sibling
+    while sibling is not None and sibling.type in _DECORATOR_TYPES:
+        sibling = sibling.prev_sibling  # JS/TS member decorators sit between comment and method
     while sibling is not None and sibling.type in spec.comment_types:
         if sibling.end_point[0] < expected_row - 1:
             break  # a blank line separates this comment from the definition
@@ -113,7 +132,9 @@ def _docstring(definition: _Definition, spec: LanguageSpec) -> str:
 
 
 def _statement_starts(core: Node, spec: LanguageSpec) -> tuple[int, ...]:
-    body = core.child_by_field_name(spec.body_field) or core
+    body = _body(core, spec) or core
+    while len(body.named_children) == 1 and body.named_children[0].named_children:
+        body = body.named_children[0]  # Go's block holds one statement_list, Swift's one statements
     return tuple(sorted({child.start_point[0] + 1 for child in body.named_children}))
 
 
@@ -203,7 +224,7 @@ def parse_source(path: str, language: str, source: bytes, spec: LanguageSpec) ->
         references.append(Relationship(parent_id, RelationKind.CONTAINS, qualified,
                                        definition.entity.id, path, definition.entity.start_line))
     entities.sort(key=lambda e: (e.start_line, -e.end_line))
-    references.extend(_references(matches, definitions, module, spec, path))
+    references.extend(_references(matches, definitions, module, spec, path, source))
     return ParsedSource(tuple(entities), tuple(references), split_lines)
 
 
@@ -221,7 +242,7 @@ def _normalise_module(text: str) -> str:
 
     ``"./lib/util.js"`` -> ``.lib.util``; ``"../x"`` -> ``..x``; ``std::io`` -> ``std.io``.
     """
-    stripped = text.strip().strip(_QUOTE_CHARS).replace("\\", "/")
+    stripped = text.strip().strip(_QUOTE_CHARS).lstrip("\\").replace("\\", "/")
     dots = ""
     if stripped.startswith(("./", "../")):
         dots = "."
@@ -234,8 +255,13 @@ def _normalise_module(text: str) -> str:
     return dots + stripped.replace("::", ".").replace("/", ".")
 
 
+def _span_text(nodes: list[Node], source: bytes) -> str:
+    """The source text from the first node to the last (a capture may hold a path's parts)."""
+    return source[nodes[0].start_byte:nodes[-1].end_byte].decode("utf-8", "replace")
+
+
 def _references(matches: list[tuple[int, dict[str, list[Node]]]], definitions: list[_Definition],
-                module: Entity, spec: LanguageSpec, path: str) -> list[Relationship]:
+                module: Entity, spec: LanguageSpec, path: str, source: bytes) -> list[Relationship]:
     starts = [d.node.start_byte for d in definitions]
     found: list[Relationship] = []
     for _, captures in matches:
@@ -248,7 +274,7 @@ def _references(matches: list[tuple[int, dict[str, list[Node]]]], definitions: l
             line = site.start_point[0] + 1
             kind = capture.split(".", 1)[1]
             if kind == "import" and "import.module" in captures:
-                target = _normalise_module(_text(captures["import.module"][0]))
+                target = _normalise_module(_span_text(captures["import.module"], source))
                 imported = captures.get("import.name")
                 if imported:
                     separator = "" if target.endswith(".") else "."

@@ -134,7 +134,10 @@ def scan(root: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> ScanResult
             if GENERATED_PATTERNS.match_file(rel):
                 continue
             entry = _check_file(root, current_path / name, rel, max_file_bytes)
-            (files if isinstance(entry, ScannedFile) else skipped).append(entry)
+            if isinstance(entry, ScannedFile):
+                files.append(entry)
+            else:
+                skipped.append(entry)
     files.sort(key=lambda f: f.path)
     skipped.sort(key=lambda f: f.path)
     return ScanResult(tuple(files), tuple(skipped))
@@ -150,10 +153,11 @@ def _check_file(root: Path, path: Path, rel: str, max_file_bytes: int) -> Scanne
         if stat.st_size > max_file_bytes:
             return SkippedFile(rel, f"larger than {max_file_bytes} bytes")
         language = detect_language(rel)
-        is_binary, first_line = _sniff(path)
+        if language is None:  # only an unknown name needs the head: shebang and binary sniffing
+            is_binary, first_line = _sniff(path)
+            if is_binary:
+                return SkippedFile(rel, "binary")
+            language = detect_language(rel, first_line) or "text"
     except OSError as err:
         return SkippedFile(rel, f"unreadable: {err.strerror or err}")
-    if is_binary:
-        return SkippedFile(rel, "binary")
-    language = language or detect_language(rel, first_line) or "text"
     return ScannedFile(rel, language, stat.st_size, stat.st_mtime)

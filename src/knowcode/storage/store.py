@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 from knowcode.errors import SchemaVersionError, StoreError
 from knowcode.models import Chunk, Entity, EntityKind, FileRecord, RelationKind, Relationship
@@ -20,6 +21,7 @@ from knowcode.models import Chunk, Entity, EntityKind, FileRecord, RelationKind,
 SCHEMA_VERSION = 1
 DATABASE_NAME = "index.db"
 BUSY_TIMEOUT_SECONDS = 30.0  # a reader waits this long for a writer's checkpoint before failing
+T = TypeVar("T")
 _BATCH = 500  # keeps `IN (...)` lists under SQLite's host-parameter limit
 
 _SCHEMA = """
@@ -36,10 +38,12 @@ CREATE INDEX entities_name ON entities(name);
 CREATE INDEX entities_parent ON entities(parent_id);
 CREATE TABLE relationships (
     source_id TEXT NOT NULL, kind TEXT NOT NULL, target_name TEXT NOT NULL, target_id TEXT,
-    path TEXT NOT NULL, line INTEGER NOT NULL, alias TEXT NOT NULL);
+    path TEXT NOT NULL, line INTEGER NOT NULL, alias TEXT NOT NULL,
+    name TEXT NOT NULL);  -- last dotted part of target_name: what incremental re-resolution looks up
 CREATE INDEX relationships_path ON relationships(path);
 CREATE INDEX relationships_source ON relationships(source_id);
 CREATE INDEX relationships_target ON relationships(target_id);
+CREATE INDEX relationships_name ON relationships(name);
 CREATE TABLE chunks (
     id TEXT PRIMARY KEY, path TEXT NOT NULL, entity_id TEXT NOT NULL, start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL, text TEXT NOT NULL, index_text TEXT NOT NULL);
@@ -146,6 +150,13 @@ class Store:
         """The entities of the given files."""
         return self._select_in(f"SELECT {_ENTITY_COLUMNS} FROM entities WHERE path IN", paths, _entity)
 
+    def entity_names_by_file(self, paths: Iterable[str]) -> dict[str, set[str]]:
+        """The entity names each of the given files defines."""
+        found: dict[str, set[str]] = {}
+        for path, name in self._select_in("SELECT path, name FROM entities WHERE path IN", paths, tuple):
+            found.setdefault(path, set()).add(name)
+        return found
+
     def entities_named(self, names: Iterable[str]) -> list[Entity]:
         """The entities whose short name is one of `names`."""
         return self._select_in(f"SELECT {_ENTITY_COLUMNS} FROM entities WHERE name IN", names, _entity)
@@ -154,12 +165,14 @@ class Store:
         """The entities with the given ids (missing ids are left out)."""
         return self._select_in(f"SELECT {_ENTITY_COLUMNS} FROM entities WHERE id IN", ids, _entity)
 
-    def references(self, *, outside: Iterable[str] = ()) -> list[Relationship]:
-        """Every relationship except `contains`, optionally leaving out some files."""
-        excluded = set(outside)
+    def references_to_names(self, names: Iterable[str]) -> list[Relationship]:
+        """Relationships (not `contains`) whose target's last dotted part is one of `names`, plus
+        every import (imports may also resolve through the part before the last)."""
+        found = self._select_in(f"SELECT {_RELATIONSHIP_COLUMNS} FROM relationships WHERE kind != 'contains' "
+                                "AND kind != 'imports' AND name IN", names, _relationship)
         rows = self.connection.execute(
-            f"SELECT {_RELATIONSHIP_COLUMNS} FROM relationships WHERE kind != 'contains'")
-        return [_relationship(row) for row in rows if row[4] not in excluded]
+            f"SELECT {_RELATIONSHIP_COLUMNS} FROM relationships WHERE kind = 'imports'")
+        return [*found, *(_relationship(row) for row in rows)]
 
     def imports_of_files(self, paths: Iterable[str]) -> list[Relationship]:
         """The import relationships written in the given files."""
@@ -210,8 +223,8 @@ class Store:
             "skipped_files": query("SELECT COUNT(*) FROM skipped").fetchone()[0],
         }
 
-    def _select_in(self, sql: str, values: Iterable[str], make):  # type: ignore[no-untyped-def]
-        found = []
+    def _select_in(self, sql: str, values: Iterable[str], make: Callable[[Any], T]) -> list[T]:
+        found: list[T] = []
         for batch in _batches(values):
             marks = ",".join("?" * len(batch))
             found.extend(make(row) for row in self.connection.execute(f"{sql} ({marks})", batch))
@@ -226,7 +239,8 @@ class Store:
                 marks = ",".join("?" * len(batch))
                 self.connection.execute(f"DELETE FROM {table} WHERE path IN ({marks})", batch)
 
-    def insert(self, files: Iterable[FileRecord], entities: Iterable[Entity], chunks: Iterable[Chunk]) -> None:
+    def insert(self, files: Iterable[FileRecord], entities: Iterable[Entity],
+               chunks: Iterable[Chunk]) -> None:
         """Add files, their entities and their chunks."""
         execute = self.connection.executemany
         execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?)",
@@ -241,9 +255,9 @@ class Store:
     def insert_relationships(self, relationships: Iterable[Relationship]) -> None:
         """Add relationships (resolved or not)."""
         self.connection.executemany(
-            f"INSERT INTO relationships ({_RELATIONSHIP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            ((r.source_id, r.kind.value, r.target_name, r.target_id, r.path, r.line, r.alias)
-             for r in relationships))
+            f"INSERT INTO relationships ({_RELATIONSHIP_COLUMNS}, name) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            ((r.source_id, r.kind.value, r.target_name, r.target_id, r.path, r.line, r.alias,
+              r.target_name.rpartition(".")[2]) for r in relationships))
 
     def replace_relationships(self, old: Sequence[Relationship], new: Sequence[Relationship]) -> None:
         """Swap existing relationships for their re-resolved versions (same position, new target)."""

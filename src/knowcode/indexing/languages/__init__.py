@@ -11,7 +11,10 @@ from pathlib import PurePosixPath
 from knowcode.indexing.languages.base import LanguageSpec
 
 # One module per language family; each defines SPEC (or SPECS when one grammar wheel serves several).
-_SPEC_MODULES = ("python", "documents")
+_SPEC_MODULES = (
+    "python", "javascript", "typescript", "php", "ruby", "go", "java", "kotlin", "csharp", "scala", "swift",
+    "documents",
+)
 
 # Text languages with no grammar here: still indexed, as line-window chunks, under these names.
 TEXT_EXTENSIONS: dict[str, str] = {

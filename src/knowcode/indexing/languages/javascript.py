@@ -1,0 +1,73 @@
+"""JavaScript/JSX: classes, functions (incl. named arrow functions), methods, calls, imports, bases."""
+
+import tree_sitter_javascript
+
+from knowcode.indexing.languages.base import LanguageSpec
+
+QUERY = r"""
+(class_declaration name: (identifier) @name) @definition.class
+(variable_declarator name: (identifier) @name value: (class)) @definition.class
+(function_declaration name: (identifier) @name) @definition.function
+(generator_function_declaration name: (identifier) @name) @definition.function
+(variable_declarator name: (identifier) @name
+  value: [(arrow_function) (function_expression) (generator_function)]) @definition.function
+(method_definition name: [(property_identifier) (private_property_identifier)] @name) @definition.function
+(field_definition property: [(property_identifier) (private_property_identifier)] @name
+  value: [(arrow_function) (function_expression)]) @definition.function
+
+(call_expression function: (identifier) @name (#not-eq? @name "require")) @reference.call
+(call_expression function: (member_expression object: (_) @receiver
+  property: [(property_identifier) (private_property_identifier)] @name)) @reference.call
+(new_expression constructor: (identifier) @name) @reference.call
+(new_expression constructor: (member_expression object: (_) @receiver
+  property: (property_identifier) @name)) @reference.call
+
+(jsx_opening_element name: (identifier) @name (#match? @name "^[A-Z]")) @reference.call
+(jsx_self_closing_element name: (identifier) @name (#match? @name "^[A-Z]")) @reference.call
+(jsx_opening_element name: (member_expression object: (_) @receiver property: (_) @name)) @reference.call
+(jsx_self_closing_element name: (member_expression object: (_) @receiver property: (_) @name)) @reference.call
+
+(class_heritage [(identifier) (member_expression)] @name) @reference.inherits
+
+(import_statement (import_clause (identifier) @import.alias)
+  source: (string (string_fragment) @import.module)) @reference.import
+(import_statement (import_clause (namespace_import (identifier) @import.alias))
+  source: (string (string_fragment) @import.module)) @reference.import
+(import_statement (import_clause (named_imports (import_specifier name: (_) @import.name !alias)))
+  source: (string (string_fragment) @import.module)) @reference.import
+(import_statement (import_clause (named_imports (import_specifier name: (_) @import.name
+  alias: (identifier) @import.alias)))
+  source: (string (string_fragment) @import.module)) @reference.import
+((import_statement source: (string (string_fragment) @import.module)) @reference.import
+  (#match? @reference.import "^import\\s*[\"']"))
+(export_statement source: (string (string_fragment) @import.module)) @reference.import
+
+(variable_declarator name: (identifier) @import.alias
+  value: (call_expression function: (identifier) @_require
+    arguments: (arguments . (string (string_fragment) @import.module)))
+  (#eq? @_require "require")) @reference.import
+(variable_declarator
+  name: (object_pattern (shorthand_property_identifier_pattern) @import.name)
+  value: (call_expression function: (identifier) @_require
+    arguments: (arguments . (string (string_fragment) @import.module)))
+  (#eq? @_require "require")) @reference.import
+(variable_declarator
+  name: (object_pattern (pair_pattern key: (property_identifier) @import.name
+                                      value: (identifier) @import.alias))
+  value: (call_expression function: (identifier) @_require
+    arguments: (arguments . (string (string_fragment) @import.module)))
+  (#eq? @_require "require")) @reference.import
+(expression_statement (call_expression function: (identifier) @_require
+    arguments: (arguments . (string (string_fragment) @import.module)))
+  (#eq? @_require "require")) @reference.import
+"""
+
+SPEC = LanguageSpec(
+    name="javascript",
+    extensions=(".js", ".jsx", ".mjs", ".cjs"),
+    grammar=tree_sitter_javascript.language,
+    query=QUERY,
+    shebangs=("node", "nodejs"),
+    wrapper_types=frozenset({"export_statement", "lexical_declaration", "variable_declaration"}),
+    self_names=frozenset({"this", "super"}),
+)

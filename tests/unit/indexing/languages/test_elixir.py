@@ -1,0 +1,83 @@
+"""Elixir: entities, spans and references on a small fixture."""
+
+from knowcode.indexing.languages.elixir import SPEC
+from knowcode.indexing.parser import parse_source
+from knowcode.models import RelationKind
+
+SOURCE = b'''defmodule MyApp.Accounts do
+  @moduledoc "Accounts."
+  alias MyApp.Repo
+  alias MyApp.Accounts.{Role, Team}
+  alias MyApp.Helpers, as: H
+  import Ecto.Query, only: [from: 2]
+  require Logger
+
+  defmodule User do
+    defstruct [:name]
+  end
+
+  # Create a user from attributes.
+  def create(attrs \\\\ %{}) do
+    attrs
+    |> changeset()
+    |> Repo.insert()
+  end
+
+  defp changeset(attrs) when is_map(attrs) do
+    Logger.info("changeset")
+    H.clean(attrs)
+  end
+
+  def create(a, b), do: merge(a, b)
+end
+'''
+
+
+def _parse():  # type: ignore[no-untyped-def]
+    return parse_source("lib/my_app/accounts.ex", "elixir", SOURCE, SPEC)
+
+
+def test_entities_have_exact_kinds_names_and_spans() -> None:
+    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in _parse().entities]
+    # each clause of a multi-clause function is its own entity (`def` forms are separate)
+    assert got == [
+        ("module", "lib.my_app.accounts", 1, 26),
+        ("module", "lib.my_app.accounts.MyApp.Accounts", 1, 26),
+        ("module", "lib.my_app.accounts.MyApp.Accounts.User", 9, 11),
+        ("function", "lib.my_app.accounts.MyApp.Accounts.create", 14, 18),
+        ("function", "lib.my_app.accounts.MyApp.Accounts.changeset", 20, 23),
+        ("function", "lib.my_app.accounts.MyApp.Accounts.create", 25, 25),
+    ]
+
+
+def test_signature_docstring_and_parent() -> None:
+    parsed = _parse()
+    by_name = {e.qualified_name: e for e in parsed.entities}
+    create = parsed.entities[3]
+    assert create.signature == "def create(attrs \\\\ %{})"
+    assert create.docstring == "Create a user from attributes."
+    assert create.parent_id == by_name["lib.my_app.accounts.MyApp.Accounts"].id
+    assert by_name["lib.my_app.accounts.MyApp.Accounts.changeset"].signature == (
+        "defp changeset(attrs) when is_map(attrs)")
+
+
+def test_references() -> None:
+    parsed = _parse()
+    by_id = {e.id: e.qualified_name for e in parsed.entities}
+    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
+            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
+    accounts = "lib.my_app.accounts.MyApp.Accounts"
+    assert refs == {
+        ("imports", "lib.my_app.accounts", "MyApp.Repo", 3, "Repo"),
+        ("imports", "lib.my_app.accounts", "MyApp.Accounts.Role", 4, "Role"),
+        ("imports", "lib.my_app.accounts", "MyApp.Accounts.Team", 4, "Team"),
+        ("imports", "lib.my_app.accounts", "MyApp.Helpers", 5, "H"),
+        ("imports", "lib.my_app.accounts", "Ecto.Query", 6, "Query"),
+        ("imports", "lib.my_app.accounts", "Logger", 7, "Logger"),
+        ("calls", f"{accounts}.create", "changeset", 16, ""),
+        ("calls", f"{accounts}.create", "Repo.insert", 17, ""),
+        ("calls", f"{accounts}.changeset", "is_map", 20, ""),
+        ("calls", f"{accounts}.changeset", "Logger.info", 21, ""),
+        ("calls", f"{accounts}.changeset", "H.clean", 22, ""),
+        ("calls", f"{accounts}.create", "merge", 25, ""),
+    }

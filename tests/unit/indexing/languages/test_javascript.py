@@ -1,0 +1,105 @@
+"""JavaScript: entities, spans and references on a small fixture (JSX included)."""
+
+from knowcode.indexing.languages.javascript import SPEC
+from knowcode.indexing.parser import ParsedSource, parse_source
+from knowcode.models import RelationKind
+
+SOURCE = b'''import fs from "fs";
+import { join, resolve as res } from "path";
+import * as util from "./util.js";
+import "../polyfill";
+const lodash = require("lodash");
+const { debounce, map: mapAll } = require("./helpers");
+export { Shape } from "./shapes";
+
+// Base animal.
+// Knows its name.
+export class Animal extends Base {
+  constructor(name) {
+    super(name);
+  }
+
+  /** Speak loudly. */
+  speak(times) {
+    return this.helper(times) + fs.readFileSync(join("a", "b"));
+  }
+
+  onClick = () => util.log(this.name);
+}
+
+class Dog extends models.Pet {}
+
+export default function main(x) {
+  return new Animal(x).speak(res(x));
+}
+
+const View = ({ name }) => {
+  return <ui.Card><Badge label={name} /></ui.Card>;
+};
+'''
+
+
+def _parse() -> ParsedSource:
+    return parse_source("web/zoo.js", "javascript", SOURCE, SPEC)
+
+
+def test_entities_have_exact_kinds_names_and_spans() -> None:
+    parsed = _parse()
+    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in parsed.entities]
+    assert got == [
+        ("module", "web.zoo", 1, 32),
+        ("class", "web.zoo.Animal", 11, 22),
+        ("method", "web.zoo.Animal.constructor", 12, 14),
+        ("method", "web.zoo.Animal.speak", 17, 19),
+        ("method", "web.zoo.Animal.onClick", 21, 21),
+        ("class", "web.zoo.Dog", 24, 24),
+        ("function", "web.zoo.main", 26, 28),
+        ("function", "web.zoo.View", 30, 32),
+    ]
+
+
+def test_signature_docstring_and_parent() -> None:
+    by_name = {e.qualified_name: e for e in _parse().entities}
+    speak = by_name["web.zoo.Animal.speak"]
+    assert speak.signature == "speak(times)"
+    assert speak.docstring == "Speak loudly."
+    assert speak.parent_id == by_name["web.zoo.Animal"].id
+    assert by_name["web.zoo.Animal.onClick"].parent_id == by_name["web.zoo.Animal"].id
+    assert by_name["web.zoo.Animal"].signature == "class Animal extends Base"
+    assert by_name["web.zoo.Animal"].docstring == "Base animal.\nKnows its name."
+    assert by_name["web.zoo.main"].signature == "function main(x)"
+    assert by_name["web.zoo.View"].signature == "View = ({ name }) =>"
+
+
+def test_references() -> None:
+    parsed = _parse()
+    by_id = {e.id: e.qualified_name for e in parsed.entities}
+    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
+            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
+    assert refs == {
+        ("imports", "web.zoo", "fs", 1, "fs"),
+        ("imports", "web.zoo", "path.join", 2, "join"),
+        ("imports", "web.zoo", "path.resolve", 2, "res"),
+        ("imports", "web.zoo", ".util", 3, "util"),
+        ("imports", "web.zoo", "..polyfill", 4, "polyfill"),
+        ("imports", "web.zoo", "lodash", 5, "lodash"),
+        ("imports", "web.zoo", ".helpers.debounce", 6, "debounce"),
+        ("imports", "web.zoo", ".helpers.map", 6, "mapAll"),
+        ("imports", "web.zoo", ".shapes", 7, "shapes"),
+        ("inherits", "web.zoo.Animal", "Base", 11, ""),
+        ("calls", "web.zoo.Animal.speak", "this.helper", 18, ""),
+        ("calls", "web.zoo.Animal.speak", "fs.readFileSync", 18, ""),
+        ("calls", "web.zoo.Animal.speak", "join", 18, ""),
+        ("calls", "web.zoo.Animal.onClick", "util.log", 21, ""),
+        ("inherits", "web.zoo.Dog", "models.Pet", 24, ""),
+        ("calls", "web.zoo.main", "Animal", 27, ""),
+        ("calls", "web.zoo.main", "speak", 27, ""),
+        ("calls", "web.zoo.main", "res", 27, ""),
+        ("calls", "web.zoo.View", "ui.Card", 31, ""),
+        ("calls", "web.zoo.View", "Badge", 31, ""),
+    }
+
+
+def test_shebang_and_extensions() -> None:
+    assert "node" in SPEC.shebangs
+    assert set(SPEC.extensions) == {".js", ".jsx", ".mjs", ".cjs"}

@@ -1,0 +1,96 @@
+"""Rust: entities, spans and references on a small fixture."""
+
+from knowcode.indexing.languages.rust import SPEC
+from knowcode.indexing.parser import parse_source
+from knowcode.models import RelationKind
+
+SOURCE = b'''use std::collections::HashMap;
+use crate::models::{Entity, Kind as K};
+use std::io as sio;
+
+pub struct Point {
+    x: i32,
+}
+
+pub enum Shape { Dot, Line }
+type Index = HashMap<String, Point>;
+
+/// Anything with an area.
+pub trait Area: fmt::Debug {
+    fn area(&self) -> f64;
+}
+
+mod geometry {
+    pub fn origin() -> i32 { 0 }
+}
+
+impl Point {
+    pub fn new(x: i32) -> Self {
+        Point { x }
+    }
+    fn shifted(&self) -> Self { Self::new(self.offset(1)) }
+}
+
+impl Area for Point {
+    fn area(&self) -> f64 { helpers::zero() }
+}
+
+fn main() {
+    let p = Point::new(1);
+    p.shifted();
+}
+'''
+
+
+def _parse():  # type: ignore[no-untyped-def]
+    return parse_source("src/geo.rs", "rust", SOURCE, SPEC)
+
+
+def test_entities_have_exact_kinds_names_and_spans() -> None:
+    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in _parse().entities]
+    assert got == [
+        ("module", "src.geo", 1, 35),
+        ("struct", "src.geo.Point", 5, 7),
+        ("enum", "src.geo.Shape", 9, 9),
+        ("type", "src.geo.Index", 10, 10),
+        ("trait", "src.geo.Area", 13, 15),
+        ("method", "src.geo.Area.area", 14, 14),
+        ("module", "src.geo.geometry", 17, 19),
+        ("function", "src.geo.geometry.origin", 18, 18),
+        ("method", "src.geo.Point.new", 22, 24),
+        ("method", "src.geo.Point.shifted", 25, 25),
+        ("method", "src.geo.Point.area", 29, 29),
+        ("function", "src.geo.main", 32, 35),
+    ]
+
+
+def test_signature_docstring_and_parent() -> None:
+    by_name = {e.qualified_name: e for e in _parse().entities}
+    new = by_name["src.geo.Point.new"]
+    assert new.signature == "pub fn new(x: i32) -> Self"
+    assert new.parent_id == by_name["src.geo.Point"].id
+    assert by_name["src.geo.Point.area"].parent_id == by_name["src.geo.Point"].id
+    assert by_name["src.geo.Area.area"].parent_id == by_name["src.geo.Area"].id
+    assert by_name["src.geo.Area"].docstring == "Anything with an area."
+    assert by_name["src.geo.Area"].signature == "pub trait Area: fmt::Debug"
+
+
+def test_references() -> None:
+    parsed = _parse()
+    by_id = {e.id: e.qualified_name for e in parsed.entities}
+    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
+            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
+    assert refs == {
+        ("imports", "src.geo", "std.collections.HashMap", 1, "HashMap"),
+        ("imports", "src.geo", "crate.models.Entity", 2, "Entity"),
+        ("imports", "src.geo", "crate.models.Kind", 2, "K"),
+        ("imports", "src.geo", "std.io", 3, "sio"),
+        ("inherits", "src.geo.Area", "fmt.Debug", 13, ""),
+        # an impl block is no entity, so `impl Area for Point` is recorded on the module
+        ("inherits", "src.geo", "Area", 28, ""),
+        ("calls", "src.geo.Point.shifted", "Self.new", 25, ""),
+        ("calls", "src.geo.Point.shifted", "self.offset", 25, ""),
+        ("calls", "src.geo.Point.area", "helpers.zero", 29, ""),
+        ("calls", "src.geo.main", "Point.new", 33, ""),
+        ("calls", "src.geo.main", "p.shifted", 34, ""),
+    }

@@ -1,0 +1,160 @@
+"""TypeScript and TSX: entities, spans and references on small fixtures."""
+
+from knowcode.indexing.languages.typescript import SPECS, TSX, TYPESCRIPT
+from knowcode.indexing.parser import ParsedSource, parse_source
+from knowcode.models import RelationKind
+
+SOURCE = b'''import { Injectable, Logger as Log } from "@nestjs/common";
+import type { Config } from "./config";
+import * as path from "path";
+import fs = require("fs");
+
+/** Anything with an area. */
+export interface Shape extends Named, Comparable<Shape> {
+  area(): number;
+}
+
+export type ShapeId = string | number;
+
+export enum Color { Red, Green }
+
+// A drawable base.
+export abstract class Base<T> extends Entity implements Shape, geo.Sized {
+  private readonly log = new Log("base");
+
+  constructor(protected config: Config) {
+    super();
+  }
+
+  abstract area(): number;
+
+  describe(prefix: string): string {
+    return this.format(prefix) + path.join("a", String(this.area()));
+  }
+
+  onReady = (): void => { fs.existsSync(this.config.root); };
+}
+
+namespace Geometry {
+  export function square(n: number): number {
+    return Math.pow(n, 2);
+  }
+}
+'''
+
+TSX_SOURCE = b'''import React, { useState } from "react";
+import { Button } from "./ui";
+
+interface Props {
+  label: string;
+}
+
+// Counter button.
+export const Counter = ({ label }: Props) => {
+  const [n, setN] = useState(0);
+  return <Button onClick={() => setN(n + 1)}><ui.Icon />{label}</Button>;
+};
+
+export default class App extends React.Component<Props> {
+  render() {
+    return <Counter label="hi" />;
+  }
+}
+'''
+
+
+def _parse() -> ParsedSource:
+    return parse_source("app/shapes.ts", "typescript", SOURCE, TYPESCRIPT)
+
+
+def _refs(parsed: ParsedSource) -> set[tuple[str, str, str, int, str]]:
+    by_id = {e.id: e.qualified_name for e in parsed.entities}
+    return {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
+            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
+
+
+def test_specs_cover_both_dialects() -> None:
+    assert [s.name for s in SPECS] == ["typescript", "tsx"]
+    assert set(TYPESCRIPT.extensions) == {".ts", ".mts", ".cts"}
+    assert TSX.extensions == (".tsx",)
+
+
+def test_entities_have_exact_kinds_names_and_spans() -> None:
+    parsed = _parse()
+    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in parsed.entities]
+    assert got == [
+        ("module", "app.shapes", 1, 36),
+        ("interface", "app.shapes.Shape", 7, 9),
+        ("method", "app.shapes.Shape.area", 8, 8),
+        ("type", "app.shapes.ShapeId", 11, 11),
+        ("enum", "app.shapes.Color", 13, 13),
+        ("class", "app.shapes.Base", 16, 30),
+        ("method", "app.shapes.Base.constructor", 19, 21),
+        ("method", "app.shapes.Base.area", 23, 23),
+        ("method", "app.shapes.Base.describe", 25, 27),
+        ("method", "app.shapes.Base.onReady", 29, 29),
+        ("module", "app.shapes.Geometry", 32, 36),
+        ("function", "app.shapes.Geometry.square", 33, 35),
+    ]
+
+
+def test_signature_docstring_and_parent() -> None:
+    by_name = {e.qualified_name: e for e in _parse().entities}
+    describe = by_name["app.shapes.Base.describe"]
+    assert describe.signature == "describe(prefix: string): string"
+    assert describe.parent_id == by_name["app.shapes.Base"].id
+    assert by_name["app.shapes.Shape.area"].parent_id == by_name["app.shapes.Shape"].id
+    assert by_name["app.shapes.Shape"].docstring == "Anything with an area."
+    base = by_name["app.shapes.Base"]
+    assert base.docstring == "A drawable base."
+    assert base.signature == "abstract class Base<T> extends Entity implements Shape, geo.Sized"
+    square = by_name["app.shapes.Geometry.square"]
+    assert square.parent_id == by_name["app.shapes.Geometry"].id
+
+
+def test_references() -> None:
+    assert _refs(_parse()) == {
+        ("imports", "app.shapes", "@nestjs.common.Injectable", 1, "Injectable"),
+        ("imports", "app.shapes", "@nestjs.common.Logger", 1, "Log"),
+        ("imports", "app.shapes", ".config.Config", 2, "Config"),
+        ("imports", "app.shapes", "path", 3, "path"),
+        ("imports", "app.shapes", "fs", 4, "fs"),
+        ("inherits", "app.shapes.Shape", "Named", 7, ""),
+        ("inherits", "app.shapes.Shape", "Comparable", 7, ""),
+        ("inherits", "app.shapes.Base", "Entity", 16, ""),
+        ("inherits", "app.shapes.Base", "Shape", 16, ""),
+        ("inherits", "app.shapes.Base", "geo.Sized", 16, ""),
+        ("calls", "app.shapes.Base", "Log", 17, ""),
+        ("calls", "app.shapes.Base.describe", "this.format", 26, ""),
+        ("calls", "app.shapes.Base.describe", "path.join", 26, ""),
+        ("calls", "app.shapes.Base.describe", "String", 26, ""),
+        ("calls", "app.shapes.Base.describe", "this.area", 26, ""),
+        ("calls", "app.shapes.Base.onReady", "fs.existsSync", 29, ""),
+        ("calls", "app.shapes.Geometry.square", "Math.pow", 34, ""),
+    }
+
+
+def test_tsx_components_and_jsx_calls() -> None:
+    parsed = parse_source("app/counter.tsx", "tsx", TSX_SOURCE, TSX)
+    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in parsed.entities]
+    assert got == [
+        ("module", "app.counter", 1, 18),
+        ("interface", "app.counter.Props", 4, 6),
+        ("function", "app.counter.Counter", 9, 12),
+        ("class", "app.counter.App", 14, 18),
+        ("method", "app.counter.App.render", 15, 17),
+    ]
+    counter = next(e for e in parsed.entities if e.name == "Counter")
+    assert counter.signature == "Counter = ({ label }: Props) =>"
+    assert counter.docstring == "Counter button."
+    assert _refs(parsed) == {
+        ("imports", "app.counter", "react", 1, "React"),
+        ("imports", "app.counter", "react.useState", 1, "useState"),
+        ("imports", "app.counter", ".ui.Button", 2, "Button"),
+        ("calls", "app.counter.Counter", "useState", 10, ""),
+        ("calls", "app.counter.Counter", "Button", 11, ""),
+        ("calls", "app.counter.Counter", "setN", 11, ""),
+        ("calls", "app.counter.Counter", "ui.Icon", 11, ""),
+        ("inherits", "app.counter.App", "React.Component", 14, ""),
+        ("calls", "app.counter.App.render", "Counter", 16, ""),
+    }
