@@ -3,7 +3,8 @@
 An entity that fits in one chunk is one chunk. A larger one is walked in line order: its own lines
 (header, docstring, statements between children) and its small children are packed greedily into
 chunks; a larger child gets a chunk of its own (or is chunked recursively when it does not fit),
-and a run of own lines too large for one chunk is cut at statement starts. Every line of the file lands in exactly one chunk, blank edges trimmed.
+and a run of own lines too large for one chunk is cut at statement starts. Every line of the file
+lands in exactly one chunk, blank edges trimmed.
 """
 
 from __future__ import annotations

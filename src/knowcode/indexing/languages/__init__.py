@@ -13,7 +13,7 @@ from knowcode.indexing.languages.base import LanguageSpec
 # One module per language family; each defines SPEC (or SPECS when one grammar wheel serves several).
 _SPEC_MODULES = (
     "python", "javascript", "typescript", "php", "ruby", "go", "java", "kotlin", "csharp", "scala", "swift",
-    "documents",
+    "c", "cpp", "rust", "zig", "lua", "bash", "elixir", "haskell", "documents",
 )
 
 # Text languages with no grammar here: still indexed, as line-window chunks, under these names.

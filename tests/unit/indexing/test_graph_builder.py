@@ -1,0 +1,86 @@
+"""Reference resolution: same class, same file, imports, global index; ambiguity stays unresolved."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowcode.indexing.graph_builder import SymbolTable, lookup_names, resolve_reference
+from knowcode.models import Entity, EntityKind, RelationKind, Relationship
+
+
+def _entity(qualified: str, kind: EntityKind, path: str, parent: str | None = None,
+            language: str = "python") -> Entity:
+    name = qualified.rsplit(".", 1)[-1]
+    return Entity(qualified, path, kind, name, qualified, parent, 1, 2, "", "", language)
+
+
+ENTITIES = [
+    _entity("a", EntityKind.MODULE, "a.py"),
+    _entity("a.Shape", EntityKind.CLASS, "a.py", "a"),
+    _entity("a.Shape.area", EntityKind.METHOD, "a.py", "a.Shape"),
+    _entity("a.Shape.draw", EntityKind.METHOD, "a.py", "a.Shape"),
+    _entity("a.helper", EntityKind.FUNCTION, "a.py", "a"),
+    _entity("b", EntityKind.MODULE, "b.py"),
+    _entity("b.area", EntityKind.FUNCTION, "b.py", "b"),
+    _entity("b.helper", EntityKind.FUNCTION, "b.py", "b"),
+    _entity("b.only_here", EntityKind.FUNCTION, "b.py", "b"),
+    _entity("pkg.util", EntityKind.MODULE, "pkg/util.py"),
+    _entity("pkg.util.tool", EntityKind.FUNCTION, "pkg/util.py", "pkg.util"),
+    _entity("pkg.other", EntityKind.MODULE, "pkg/other.py"),
+    _entity("pkg.other.tool", EntityKind.FUNCTION, "pkg/other.py", "pkg.other"),
+]
+IMPORTS = [
+    Relationship("a", RelationKind.IMPORTS, "pkg.util.tool", None, "a.py", 1, "tool"),
+    Relationship("b", RelationKind.IMPORTS, "pkg.other", None, "b.py", 1, "other"),
+    Relationship("pkg.other", RelationKind.IMPORTS, ".util", None, "pkg/other.py", 1, "util"),
+]
+
+
+@pytest.fixture
+def table() -> SymbolTable:
+    symbols = SymbolTable()
+    symbols.add_entities(ENTITIES)
+    symbols.add_bindings(IMPORTS)
+    return symbols
+
+
+@pytest.mark.parametrize(("source", "path", "target", "expected"), [
+    ("a.Shape.draw", "a.py", "self.area", "a.Shape.area"),  # same class beats the global index
+    ("a.Shape.draw", "a.py", "area", "a.Shape.area"),
+    ("a.helper", "a.py", "helper", "a.helper"),  # same file
+    ("b.helper", "b.py", "helper", "b.helper"),
+    ("a.helper", "a.py", "only_here", "b.only_here"),  # unique in the global index
+    ("a.helper", "a.py", "tool", "pkg.util.tool"),  # imported name beats ambiguity
+    ("b.helper", "b.py", "other.tool", "pkg.other.tool"),  # through an imported module alias
+    ("b.helper", "b.py", "tool", None),  # two `tool`s, no import: ambiguous, not guessed
+    ("b.helper", "b.py", "missing", None),
+    ("b.helper", "b.py", "other.missing", None),
+    ("a.helper", "a.py", "tool.x.area", None),  # an import that leads outside the repo decides
+])
+def test_calls(table: SymbolTable, source: str, path: str, target: str, expected: str | None) -> None:
+    ref = Relationship(source, RelationKind.CALLS, target, None, path, 3)
+    assert resolve_reference(ref, table) == expected
+
+
+def test_inherits_only_resolves_to_types(table: SymbolTable) -> None:
+    ref = Relationship("b.helper", RelationKind.INHERITS, "Shape", None, "b.py", 1)
+    assert resolve_reference(ref, table) == "a.Shape"
+    ref = Relationship("b.helper", RelationKind.INHERITS, "helper", None, "b.py", 1)
+    assert resolve_reference(ref, table) is None
+
+
+@pytest.mark.parametrize(("ref", "expected"), [
+    (IMPORTS[0], "pkg.util.tool"),  # an entity inside a module
+    (IMPORTS[1], "pkg.other"),  # a module
+    (IMPORTS[2], "pkg.util"),  # relative to the importer's folder
+    (Relationship("a", RelationKind.IMPORTS, "pkg.util.CONSTANT", None, "a.py", 1, "C"), "pkg.util"),
+    (Relationship("a", RelationKind.IMPORTS, "numpy", None, "a.py", 1, "numpy"), None),
+])
+def test_imports(table: SymbolTable, ref: Relationship, expected: str | None) -> None:
+    assert resolve_reference(ref, table) == expected
+
+
+def test_lookup_names_cover_what_resolution_reads() -> None:
+    assert lookup_names(Relationship("s", RelationKind.CALLS, "self.x.run", None, "a.py", 1)) == {"run"}
+    assert lookup_names(IMPORTS[0]) == {"tool", "util"}
+    assert lookup_names(IMPORTS[1]) == {"other", "pkg"}
