@@ -27,7 +27,7 @@ EXIT_FAILURE = 1  # KnowCode could not do the job (store unreadable, newer schem
 
 app = typer.Typer(help="KnowCode: index a repository and ask it for code, context and answers.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-stderr = Console(stderr=True)
+stderr = Console(stderr=True, soft_wrap=True)  # never break a path across lines
 
 RepoOption = Annotated[Path, typer.Option("--repo", help="Repository folder.", show_default="current folder")]
 StoreOption = Annotated[Path | None, typer.Option("--store", help="Index folder (default: per-user cache).")]

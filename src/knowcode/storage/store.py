@@ -92,13 +92,16 @@ class Store:
         path = directory / DATABASE_NAME
         if not create and not path.is_file():
             raise StoreError(f"no index at {directory}: run `knowcode index` first")
+        if directory.exists() and not directory.is_dir():
+            raise StoreError(f"the store path {directory} is not a folder: pass another --store")
         try:
             directory.mkdir(parents=True, exist_ok=True)
             connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None,
                                          check_same_thread=False)
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("PRAGMA synchronous=NORMAL")
             version = connection.execute("PRAGMA user_version").fetchone()[0]
+            if version <= SCHEMA_VERSION:  # never touch a newer KnowCode's database
+                connection.execute("PRAGMA journal_mode=WAL")
+                connection.execute("PRAGMA synchronous=NORMAL")
         except (OSError, sqlite3.Error) as err:
             raise StoreError(f"cannot open the index store at {path}: {err}") from err
         if version > SCHEMA_VERSION:

@@ -50,7 +50,7 @@ def test_missing_store_without_create(tmp_path: Path) -> None:
 
 def test_store_path_that_is_a_file(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
-    with pytest.raises(StoreError, match="cannot open"):
+    with pytest.raises(StoreError, match="not a folder"):
         Store.open(tmp_path / "file")
 
 

@@ -1,0 +1,259 @@
+"""The `knowcode` command line: help, index and stats on a tiny tree, and the exit codes of its errors."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from knowcode.cli import EXIT_BAD_INPUT, EXIT_FAILURE, app
+from knowcode.models import IndexStats
+from knowcode.storage import SCHEMA_VERSION
+from knowcode.storage.store import DATABASE_NAME
+
+SHAPES_PY = '''class Circle:
+    def area(self) -> float:
+        return 3.14
+'''
+README_MD = "# Shapes\n\nCircles and their areas.\n"
+
+
+@pytest.fixture
+def runner(tmp_path: Path) -> CliRunner:
+    """A runner whose default store folder is under tmp_path, never the user's real cache."""
+    return CliRunner(env={"KNOWCODE_CACHE_DIR": str(tmp_path / "cache")})
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "shapes.py").write_text(SHAPES_PY, encoding="utf-8")
+    (root / "README.md").write_text(README_MD, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+def run(runner: CliRunner, *args: str | Path) -> Result:
+    return runner.invoke(app, [str(arg) for arg in args])
+
+
+def run_json(runner: CliRunner, *args: str | Path) -> Any:
+    result = run(runner, *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+# --- help -----------------------------------------------------------------------------------------
+
+
+def test_app_help(runner: CliRunner) -> None:
+    result = run(runner, "--help")
+    assert result.exit_code == 0
+    assert "index" in result.stdout
+    assert "stats" in result.stdout
+
+
+@pytest.mark.parametrize("command", ["index", "stats"])
+def test_command_help(runner: CliRunner, command: str) -> None:
+    result = run(runner, command, "--help")
+    assert result.exit_code == 0
+    assert "--store" in result.stdout
+    assert "--json" in result.stdout
+    assert "--config" in result.stdout
+
+
+def test_no_arguments_shows_help(runner: CliRunner) -> None:
+    result = run(runner)
+    assert result.exit_code in (0, 2)  # Click >= 8.2 exits 2 for no_args_is_help
+    assert "index" in result.output
+
+
+# --- index ----------------------------------------------------------------------------------------
+
+
+def test_index_json_lists_added_paths(runner: CliRunner, repo: Path, store: Path) -> None:
+    report = run_json(runner, "index", repo, "--store", store, "--json")
+    assert report["added"] == ["README.md", "shapes.py"]
+    assert report["changed"] == []
+    assert report["deleted"] == []
+    assert report["renamed"] == []
+    assert report["failed"] == {}
+    assert report["skipped"] == {}
+    assert report["unchanged"] == 0
+    assert report["parsed_files"] == 2
+    assert report["parsed_lines"] == SHAPES_PY.count("\n") + README_MD.count("\n")
+    assert isinstance(report["seconds"], float)
+    assert (store / DATABASE_NAME).is_file()
+    assert not (Path(runner.env["KNOWCODE_CACHE_DIR"] or "") / "indexes").exists()
+
+
+def test_second_index_run_parses_nothing(runner: CliRunner, repo: Path, store: Path) -> None:
+    run_json(runner, "index", repo, "--store", store, "--json")
+    report = run_json(runner, "index", repo, "--store", store, "--json")
+    assert report["parsed_files"] == 0
+    assert report["parsed_lines"] == 0
+    assert report["added"] == []
+    assert report["changed"] == []
+    assert report["unchanged"] == 2
+
+
+def test_index_reports_a_changed_file(runner: CliRunner, repo: Path, store: Path) -> None:
+    run_json(runner, "index", repo, "--store", store, "--json")
+    (repo / "shapes.py").write_text(SHAPES_PY + "\n\ndef unit() -> Circle:\n    return Circle()\n")
+    report = run_json(runner, "index", repo, "--store", store, "--json")
+    assert report["changed"] == ["shapes.py"]
+    assert report["parsed_files"] == 1
+    assert report["unchanged"] == 1
+
+
+def test_index_text_output(runner: CliRunner, repo: Path, store: Path) -> None:
+    result = run(runner, "index", repo, "--store", store)
+    assert result.exit_code == 0, result.output
+    assert "2 files parsed" in result.stdout
+    assert "added (2)" in result.stdout
+    assert "shapes.py" in result.stdout
+
+
+def test_index_without_store_uses_cache_env(runner: CliRunner, repo: Path, tmp_path: Path) -> None:
+    result = run(runner, "index", repo)
+    assert result.exit_code == 0, result.output
+    assert list((tmp_path / "cache" / "indexes").glob(f"repo-*/{DATABASE_NAME}"))
+
+
+# --- stats ----------------------------------------------------------------------------------------
+
+
+def test_stats_json_keys_types_and_counts(runner: CliRunner, repo: Path, store: Path) -> None:
+    run_json(runner, "index", repo, "--store", store, "--json")
+    data = run_json(runner, "stats", "--repo", repo, "--store", store, "--json")
+    assert set(data) == {f.name for f in fields(IndexStats)}
+    for key in ("files", "chunks", "unresolved_references", "lines", "skipped_files"):
+        assert type(data[key]) is int, key
+    for key in ("languages", "entities", "relationships"):
+        assert type(data[key]) is dict, key
+        assert all(type(k) is str and type(v) is int for k, v in data[key].items()), key
+    assert data["root"] == str(repo.resolve())
+    assert data["store"] == str(store.resolve())
+    assert isinstance(data["indexed_at"], float)
+    assert data["files"] == 2
+    assert data["lines"] == 6
+    assert data["skipped_files"] == 0
+    assert data["languages"] == {"markdown": 1, "python": 1}
+    # one module entity per file, the class, its method and the markdown heading's section
+    assert data["entities"] == {"class": 1, "method": 1, "module": 2, "section": 1}
+    # module contains class, class contains method, markdown module contains its section
+    assert data["relationships"] == {"contains": 3}
+    assert data["chunks"] == 2  # each small file is one chunk
+    assert data["unresolved_references"] == 0
+
+
+def test_stats_indexes_on_first_use(runner: CliRunner, repo: Path, store: Path) -> None:
+    data = run_json(runner, "stats", "--repo", repo, "--store", store, "--json")
+    assert data["files"] == 2
+
+
+def test_stats_positional_path(runner: CliRunner, repo: Path, store: Path) -> None:
+    data = run_json(runner, "stats", repo, "--store", store, "--json")
+    assert data["root"] == str(repo.resolve())
+
+
+def test_stats_counts_skipped_files(runner: CliRunner, repo: Path, store: Path) -> None:
+    (repo / ".env").write_text("TOKEN=x\n")
+    (repo / "blob.bin").write_bytes(b"\x00\x01\x02")
+    data = run_json(runner, "stats", "--repo", repo, "--store", store, "--json")
+    assert data["files"] == 2
+    assert data["skipped_files"] == 2
+
+
+def test_stats_text_output(runner: CliRunner, repo: Path, store: Path) -> None:
+    result = run(runner, "stats", "--repo", repo, "--store", store)
+    assert result.exit_code == 0, result.output
+    assert "files:" in result.stdout
+    assert "python 1" in result.stdout
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["index", "stats"])
+def test_missing_path_is_bad_input(runner: CliRunner, tmp_path: Path, store: Path, command: str) -> None:
+    missing = tmp_path / "no-such-repo"
+    result = run(runner, command, missing, "--store", store)
+    assert result.exit_code == EXIT_BAD_INPUT == 2
+    assert str(missing) in result.stderr
+    assert "does not exist" in result.stderr
+    assert result.stdout == ""
+    assert "Traceback" not in result.output
+    assert not store.exists()
+
+
+@pytest.mark.parametrize("command", ["index", "stats"])
+def test_file_instead_of_folder_is_bad_input(
+        runner: CliRunner, repo: Path, store: Path, command: str) -> None:
+    result = run(runner, command, repo / "shapes.py", "--store", store)
+    assert result.exit_code == EXIT_BAD_INPUT == 2
+    assert "not a folder" in result.stderr
+    assert str(repo / "shapes.py") in result.stderr
+
+
+def test_missing_config_file_is_bad_input(runner: CliRunner, repo: Path, store: Path, tmp_path: Path) -> None:
+    result = run(runner, "index", repo, "--store", store, "--config", tmp_path / "absent.toml")
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert "absent.toml" in result.stderr
+
+
+def test_invalid_config_is_bad_input(runner: CliRunner, repo: Path, store: Path) -> None:
+    (repo / "knowcode.toml").write_text("no_such_setting = 1\n")
+    result = run(runner, "index", repo, "--store", store)
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert "no_such_setting" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["index", "stats"])
+def test_store_that_is_a_regular_file_fails(
+        runner: CliRunner, repo: Path, tmp_path: Path, command: str) -> None:
+    store_file = tmp_path / "store-file"
+    store_file.write_text("not a folder\n")
+    result = run(runner, command, repo, "--store", store_file)
+    assert result.exit_code == EXIT_FAILURE == 1
+    assert "is not a folder" in result.stderr
+    assert str(store_file) in result.stderr
+    assert "Traceback" not in result.output
+    assert store_file.read_text() == "not a folder\n"
+
+
+def test_store_with_a_corrupt_database_fails(runner: CliRunner, repo: Path, store: Path) -> None:
+    store.mkdir()
+    (store / DATABASE_NAME).write_bytes(b"this is not an sqlite database" * 100)
+    result = run(runner, "index", repo, "--store", store)
+    assert result.exit_code == EXIT_FAILURE
+    assert "cannot open the index store" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["index", "stats"])
+def test_store_with_newer_schema_fails(runner: CliRunner, repo: Path, store: Path, command: str) -> None:
+    store.mkdir()
+    database = store / DATABASE_NAME
+    connection = sqlite3.connect(database)
+    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    connection.close()
+    result = run(runner, command, repo, "--store", store)
+    assert result.exit_code == EXIT_FAILURE == 1
+    assert "newer" in result.stderr
+    assert "Traceback" not in result.output
+    connection = sqlite3.connect(database)
+    try:  # the newer index is left as it was, not reset to this version's schema
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
+        assert connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
+    finally:
+        connection.close()

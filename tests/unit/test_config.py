@@ -1,0 +1,163 @@
+"""AppConfig loading: defaults, precedence of config sources, validation, and the default store folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from knowcode.config import CACHE_DIR_ENV, AppConfig, default_store_dir, load_config
+from knowcode.indexing.scanner import DEFAULT_MAX_FILE_BYTES
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --- defaults and precedence ----------------------------------------------------------------------
+
+
+def test_defaults_without_any_config_file(tmp_path: Path) -> None:
+    config = load_config(tmp_path)
+    assert config == AppConfig()
+    assert config.max_file_bytes == DEFAULT_MAX_FILE_BYTES
+    assert config.parse_workers == 0
+
+
+def test_pyproject_tool_knowcode_table(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", '[project]\nname = "x"\n\n[tool.knowcode]\nmax_file_bytes = 2048\n')
+    assert load_config(tmp_path) == AppConfig(max_file_bytes=2048)
+
+
+def test_pyproject_without_knowcode_table_gives_defaults(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", '[project]\nname = "x"\n\n[tool.ruff]\nline-length = 100\n')
+    assert load_config(tmp_path) == AppConfig()
+
+
+def test_pyproject_ignores_other_tools_keys(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", "[tool.other]\nunknown_key = 1\n[tool.knowcode]\nparse_workers = 2\n")
+    assert load_config(tmp_path) == AppConfig(parse_workers=2)
+
+
+def test_knowcode_toml_wins_over_pyproject(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", "[tool.knowcode]\nmax_file_bytes = 1\nparse_workers = 7\n")
+    write(tmp_path / "knowcode.toml", "max_file_bytes = 4096\n")
+    # knowcode.toml replaces the pyproject table entirely: nothing is merged from it
+    assert load_config(tmp_path) == AppConfig(max_file_bytes=4096)
+
+
+def test_explicit_config_file_wins(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", "[tool.knowcode]\nmax_file_bytes = 1\n")
+    write(tmp_path / "knowcode.toml", "max_file_bytes = 2\n")
+    explicit = write(tmp_path / "elsewhere" / "custom.toml", "max_file_bytes = 3\nparse_workers = 4\n")
+    assert load_config(tmp_path, explicit) == AppConfig(max_file_bytes=3, parse_workers=4)
+
+
+def test_explicit_config_file_is_read_as_a_flat_table(tmp_path: Path) -> None:
+    explicit = write(tmp_path / "custom.toml", "[tool.knowcode]\nmax_file_bytes = 3\n")
+    with pytest.raises(ValueError, match="tool"):
+        load_config(tmp_path, explicit)
+
+
+def test_empty_knowcode_toml_gives_defaults(tmp_path: Path) -> None:
+    write(tmp_path / "knowcode.toml", "")
+    assert load_config(tmp_path) == AppConfig()
+
+
+# --- validation -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("file_name", ["knowcode.toml", "pyproject.toml"])
+def test_unknown_key_is_an_error_naming_the_key(tmp_path: Path, file_name: str) -> None:
+    body = "max_file_bytes = 10\ncolour_scheme = 'dark'\n"
+    write(tmp_path / file_name, "[tool.knowcode]\n" + body if file_name == "pyproject.toml" else body)
+    with pytest.raises(ValueError, match="colour_scheme") as info:
+        load_config(tmp_path)
+    assert file_name in str(info.value)
+
+
+@pytest.mark.parametrize(("line", "key"), [
+    ('max_file_bytes = "big"', "max_file_bytes"),
+    ("max_file_bytes = 1.5", "max_file_bytes"),
+    ("parse_workers = [1, 2]", "parse_workers"),
+    ("parse_workers = true", "parse_workers"),  # bool is an int subclass in Python, still rejected
+    ("max_file_bytes = false", "max_file_bytes"),
+])
+def test_wrong_type_is_an_error(tmp_path: Path, line: str, key: str) -> None:
+    write(tmp_path / "knowcode.toml", line + "\n")
+    with pytest.raises(ValueError, match=key):
+        load_config(tmp_path)
+
+
+def test_invalid_toml_is_a_value_error(tmp_path: Path) -> None:
+    write(tmp_path / "knowcode.toml", "max_file_bytes = = 3\n")
+    with pytest.raises(ValueError, match="not valid TOML"):
+        load_config(tmp_path)
+
+
+def test_invalid_pyproject_is_a_value_error(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", "[tool.knowcode\n")
+    with pytest.raises(ValueError, match=r"pyproject\.toml"):
+        load_config(tmp_path)
+
+
+def test_non_utf8_config_is_a_value_error(tmp_path: Path) -> None:
+    (tmp_path / "knowcode.toml").write_bytes(b"max_file_bytes = 1 # \xff\xfe\n")
+    with pytest.raises(ValueError, match="cannot read"):
+        load_config(tmp_path)
+
+
+def test_missing_explicit_file_is_file_not_found(tmp_path: Path) -> None:
+    write(tmp_path / "knowcode.toml", "max_file_bytes = 2\n")  # not a fallback for a missing explicit file
+    with pytest.raises(FileNotFoundError, match=r"nope\.toml"):
+        load_config(tmp_path, tmp_path / "nope.toml")
+
+
+def test_explicit_folder_is_file_not_found(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    with pytest.raises(FileNotFoundError):
+        load_config(tmp_path, tmp_path / "conf")
+
+
+# --- default store folder -------------------------------------------------------------------------
+
+
+def test_default_store_dir_honours_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(CACHE_DIR_ENV, str(cache))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    store = default_store_dir(repo)
+    assert store.parent == cache / "indexes"
+    assert store.name.startswith("repo-")
+    assert not store.exists()  # computing the folder creates nothing
+
+
+def test_default_store_dir_differs_per_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
+    first, second = tmp_path / "a" / "repo", tmp_path / "b" / "repo"  # same folder name, other path
+    first.mkdir(parents=True)
+    second.mkdir(parents=True)
+    assert default_store_dir(first) != default_store_dir(second)
+
+
+def test_default_store_dir_is_stable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert default_store_dir(repo) == default_store_dir(repo)
+    assert default_store_dir(Path("repo")) == default_store_dir(repo)  # relative path, same root
+    assert default_store_dir(repo / "sub" / "..") == default_store_dir(repo)
+
+
+def test_default_store_dir_without_env_var_uses_user_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(CACHE_DIR_ENV, raising=False)
+    store = default_store_dir(tmp_path)
+    assert store.parent.name == "indexes"
+    assert not store.is_relative_to(tmp_path)
+    monkeypatch.setenv(CACHE_DIR_ENV, "")  # empty means unset
+    assert default_store_dir(tmp_path) == store
