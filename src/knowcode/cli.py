@@ -78,12 +78,14 @@ def index(
     path: Annotated[Path, typer.Argument(help="Repository folder.", show_default="current folder")] = Path(),
     store: StoreOption = None,
     config: ConfigOption = None,
+    rebuild_vectors: Annotated[bool, typer.Option(
+        "--rebuild-vectors", help="Embed every chunk again (after changing the embedding model).")] = False,
     json: JsonOption = False,
 ) -> None:
     """Index a repository, or bring its index up to date (only changed files are parsed)."""
     with _errors():
         engine = _open(path, store, config)
-        report = _with_progress(engine.index)
+        report = _with_progress(lambda update: engine.index(update, rebuild_vectors=rebuild_vectors))
     typer.echo(render.index_report_json(report) if json else render.index_report_text(report))
 
 
@@ -99,6 +101,21 @@ def stats(
     with _errors():
         result = _open(path or repo, store, config).stats()
     typer.echo(render.to_json(result) if json else render.stats_text(result))
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help='Words, an identifier, or a "quoted exact name".')],
+    repo: RepoOption = Path(),
+    limit: Annotated[int, typer.Option("--limit", "-k", help="Hits wanted (1-1000).")] = 10,
+    store: StoreOption = None,
+    config: ConfigOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Ranked code for a query: path:lines, entity and a short snippet per hit."""
+    with _errors():
+        results = _open(repo, store, config).search(query, limit=limit)
+    typer.echo(render.search_json(query, results) if json else render.search_text(results))
 
 
 def main() -> None:

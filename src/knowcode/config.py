@@ -10,23 +10,25 @@ import dataclasses
 import hashlib
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import platformdirs
 
 from knowcode.indexing.scanner import DEFAULT_MAX_FILE_BYTES
+from knowcode.retrieval.hybrid_index import DEFAULT_HYBRID_ALPHA
+from knowcode.retrieval.reranker import DEFAULT_TOP_K_MULTIPLIER, RankingSignals
+from knowcode.retrieval.sparse import BM25_B, BM25_K1
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised only on Python 3.10
     import tomli as tomllib
 
+T = TypeVar("T")
 CONFIG_FILE_NAME = "knowcode.toml"
 CACHE_DIR_ENV = "KNOWCODE_CACHE_DIR"  # overrides the per-user cache folder that holds the indexes
-# Below this many files to parse, starting worker processes costs more than it saves.
-PARALLEL_PARSE_MIN_FILES = 64
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,16 @@ class AppConfig:
 
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # scanner: larger files are skipped
     parse_workers: int = 0  # processes that parse files; 0 means one per CPU core
+    hybrid_alpha: float = DEFAULT_HYBRID_ALPHA  # spec: Hybrid fusion — weight of the dense leg
+    bm25_k1: float = BM25_K1  # sparse leg saturation
+    bm25_b: float = BM25_B  # sparse leg length normalisation
+    reranker_top_k_multiplier: int = DEFAULT_TOP_K_MULTIPLIER  # spec: Reranking — limit x 5 reranked
+    embedding_provider: str = "static"  # static (shipped model2vec), openai, voyage, or none
+    embedding_model: str = ""  # remote providers: the model name (voyage default: voyage-code-3)
+    embedding_base_url: str = ""  # remote providers: the API root
+    embedding_api_key_env: str = ""  # remote providers: the environment variable holding the key
+    embedding_dimension: int = 0  # remote providers: vector size; 0 = learn it from the first reply
+    ranking: RankingSignals = field(default_factory=RankingSignals)  # [ranking] table: signal factors
 
 
 def _read_table(path: Path, table: tuple[str, ...]) -> dict[str, Any]:
@@ -49,16 +61,34 @@ def _read_table(path: Path, table: tuple[str, ...]) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _from_table(table: dict[str, Any], source: Path) -> AppConfig:
-    names = {f.name: f for f in dataclasses.fields(AppConfig)}
+def _typed(value: Any, default: Any, key: str, source: Path) -> Any:
+    """Check one setting against its default's type; a table fills a nested settings dataclass."""
+    if dataclasses.is_dataclass(default) and not isinstance(default, type):
+        if not isinstance(value, dict):
+            raise ValueError(f"setting {key} in {source} must be a table, not {value!r}")
+        return _build(type(default), value, source, f"{key}.")
+    expected = type(default)
+    if isinstance(value, int) and not isinstance(value, bool) and expected is float:
+        value = float(value)
+    if not isinstance(value, expected) or isinstance(value, bool) != (expected is bool):
+        raise ValueError(f"setting {key} in {source} must be {expected.__name__}, not {value!r}")
+    return value
+
+
+def _build(cls: type[T], table: dict[str, Any], source: Path, prefix: str = "") -> T:
+    defaults = cls()
+    names = [f.name for f in dataclasses.fields(defaults)]  # type: ignore[arg-type]
     unknown = sorted(set(table) - set(names))
     if unknown:
-        raise ValueError(f"unknown setting(s) {', '.join(unknown)} in {source}; known: {', '.join(names)}")
-    for key, value in table.items():
-        expected = type(getattr(AppConfig(), key))
-        if not isinstance(value, expected) or isinstance(value, bool) != (expected is bool):
-            raise ValueError(f"setting {key} in {source} must be {expected.__name__}, not {value!r}")
-    return AppConfig(**table)
+        raise ValueError(f"unknown setting(s) {', '.join(prefix + u for u in unknown)} in {source}; "
+                         f"known: {', '.join(prefix + n for n in names)}")
+    values = {key: _typed(value, getattr(defaults, key), prefix + key, source)
+              for key, value in table.items()}
+    return cls(**values)
+
+
+def _from_table(table: dict[str, Any], source: Path) -> AppConfig:
+    return _build(AppConfig, table, source)
 
 
 def load_config(root: Path, config_file: Path | None = None) -> AppConfig:

@@ -7,7 +7,10 @@ from pathlib import Path
 from knowcode.config import AppConfig, default_store_dir, load_config
 from knowcode.indexing import IndexReport, index_repository
 from knowcode.indexing.indexer import ProgressCallback
-from knowcode.models import IndexStats
+from knowcode.models import IndexStats, SearchResults
+from knowcode.retrieval.embeddings import EmbeddingProvider, create_embedding_provider
+from knowcode.retrieval.orchestrator import RetrievalOrchestrator, RetrievalResult, validate_query
+from knowcode.retrieval.search_index import load_search_index, update_search_index
 from knowcode.storage import Store
 
 
@@ -27,6 +30,10 @@ class KnowCode:
         self.store_dir = store_dir
         self.config = config
         self._fresh = False
+        self._embedder: EmbeddingProvider | None = None
+        self._embedder_loaded = False
+        self._reader: Store | None = None
+        self._orchestrator: RetrievalOrchestrator | None = None
 
     @classmethod
     def from_path(cls, root: str | Path, store: str | Path | None = None,
@@ -47,21 +54,79 @@ class KnowCode:
         store_dir = Path(store).resolve() if store is not None else default_store_dir(resolved)
         return cls(resolved, store_dir, config)
 
-    def index(self, progress: ProgressCallback | None = None) -> IndexReport:
+    def index(self, progress: ProgressCallback | None = None, *,
+              rebuild_vectors: bool = False) -> IndexReport:
         """Index the repository, parsing only files that changed since the last run.
 
+        The search indexes (BM25, vectors) are rebuilt when anything changed; only new chunks are
+        embedded.
+
         :param progress: called with (files parsed, files to parse) as parsing goes.
+        :param rebuild_vectors: embed every chunk again (after changing the embedding model).
         :return: what changed.
         :raises StoreError: the store cannot be opened or written.
+        :raises EmbeddingMismatchError: the index holds vectors of another model.
         """
         store = Store.open(self.store_dir)
         try:
             report = index_repository(self.root, store, max_file_bytes=self.config.max_file_bytes,
                                       workers=self.config.parse_workers, progress=progress)
+            update_search_index(store, self.store_dir, embedder=self.embedder(), k1=self.config.bm25_k1,
+                                b=self.config.bm25_b, rebuild_vectors=rebuild_vectors)
         finally:
             store.close()
         self._fresh = True
+        self._orchestrator = None  # the next query loads the new generation
         return report
+
+    def embedder(self) -> EmbeddingProvider | None:
+        """The configured embedding provider (None when vectors are switched off), created once."""
+        if not self._embedder_loaded:
+            config = self.config
+            self._embedder = create_embedding_provider(
+                config.embedding_provider, model=config.embedding_model or None,
+                base_url=config.embedding_base_url or None, api_key_env=config.embedding_api_key_env or None,
+                dimension=config.embedding_dimension or None)
+            self._embedder_loaded = True
+        return self._embedder
+
+    def orchestrator(self) -> RetrievalOrchestrator:
+        """The retrieval orchestrator over the current index (indexing first if needed)."""
+        self.ensure_indexed()
+        if self._orchestrator is None:
+            if self._reader is None:
+                self._reader = Store.open(self.store_dir, create=False)
+            config = self.config
+            self._orchestrator = RetrievalOrchestrator(
+                self._reader, load_search_index(self._reader, self.store_dir), self.embedder(),
+                alpha=config.hybrid_alpha, top_k_multiplier=config.reranker_top_k_multiplier,
+                signals=config.ranking)
+        return self._orchestrator
+
+    def retrieve(self, query: str, *, limit_entities: int = 3, max_tokens: int = 6000,
+                 expand_deps: bool = True) -> RetrievalResult:
+        """Run the spec's retrieval routing; see :meth:`RetrievalOrchestrator.retrieve`."""
+        validate_query(query, limit_entities)
+        return self.orchestrator().retrieve(query, limit_entities=limit_entities, max_tokens=max_tokens,
+                                            expand_deps=expand_deps)
+
+    def search(self, query: str, limit: int = 10) -> SearchResults:
+        """Ranked code for a query: one hit per entity, best first.
+
+        :param query: words, an identifier, or a "quoted" exact name.
+        :param limit: hits wanted (1..1000).
+        :return: the hits, with `.mode` (exact, hybrid, lexical) and `.errors`.
+        :raises ValueError: an empty query or a limit out of range.
+        """
+        result = self.retrieve(query, limit_entities=limit, expand_deps=False)
+        return SearchResults(result.hits, result.mode, result.errors)
+
+    def close(self) -> None:
+        """Release the read connection (the facade reopens it on the next query)."""
+        if self._reader is not None:
+            self._reader.close()
+        self._reader = None
+        self._orchestrator = None
 
     def ensure_indexed(self) -> None:
         """Index once per facade, so the first query sees the current tree."""

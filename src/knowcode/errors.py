@@ -11,3 +11,11 @@ class StoreError(KnowCodeError):
 
 class SchemaVersionError(StoreError):
     """The store was written by a newer KnowCode than this one."""
+
+
+class EmbeddingError(KnowCodeError):
+    """An embedding provider failed: its model files, a remote API, its reply or its settings."""
+
+
+class EmbeddingMismatchError(KnowCodeError):
+    """The index holds vectors from another embedding model than the one configured now."""

@@ -95,7 +95,10 @@ class Relationship:
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """A retrieval unit: code-sized text with its span, owning entity and the text the indexes see."""
+    """A retrieval unit: code-sized text with its span, owning entity and the text the indexes see.
+
+    `tokens` is `index_text` through the index's tokenizer, space-joined: what the sparse leg counts.
+    """
 
     id: str
     path: str
@@ -104,6 +107,7 @@ class Chunk:
     end_line: int
     text: str
     index_text: str
+    tokens: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,3 +125,50 @@ class IndexStats:
     chunks: int
     unresolved_references: int
     skipped_files: int
+
+
+class RetrievalMode(str, Enum):
+    """How a query was answered (recorded on every result, so a fallback is never silent)."""
+
+    EXACT = "exact"  # a quoted query: names, qualified names, then literal text
+    HYBRID = "hybrid"  # BM25 and dense vectors fused by reciprocal rank
+    LEXICAL = "lexical"  # BM25 alone, after the dense leg failed or is switched off
+
+
+class HitSource(str, Enum):
+    """Which retriever produced a hit."""
+
+    EXACT = "exact"
+    SPARSE = "sparse"
+    DENSE = "dense"
+    HYBRID = "hybrid"  # found by both legs
+    DEPENDENCY = "dependency"  # a 1-hop callee pulled in for completeness, score 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One ranked piece of code: a chunk of one entity, with a 1-based inclusive line span."""
+
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    entity_id: str
+    name: str
+    qualified_name: str
+    kind: str
+    source: str
+    chunk_id: str
+    text: str
+    signature: str = ""
+    docstring: str = ""
+
+
+class SearchResults(list[SearchHit]):
+    """The ranked hits of `KnowCode.search`, a plain list, plus how they were found."""
+
+    def __init__(self, hits: list[SearchHit] | tuple[SearchHit, ...], mode: RetrievalMode,
+                 errors: tuple[str, ...] = ()) -> None:
+        super().__init__(hits)
+        self.mode = mode
+        self.errors = errors

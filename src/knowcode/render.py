@@ -7,9 +7,13 @@ import json
 from typing import Any
 
 from knowcode.indexing import IndexReport
-from knowcode.models import IndexStats
+from knowcode.models import IndexStats, SearchResults
 
 MAX_LISTED_PATHS = 10  # per change kind in a human summary; --json has them all
+SNIPPET_LINES = 3  # non-blank lines of code shown under each search hit
+# Fields of a search hit in JSON: search never carries source text (agents pay for every token).
+SEARCH_HIT_FIELDS = ("path", "start_line", "end_line", "score", "entity_id", "name", "qualified_name",
+                     "kind", "source")
 
 
 def to_json(value: Any) -> str:
@@ -65,3 +69,24 @@ def stats_text(stats: IndexStats) -> str:
         f"unresolved:    {stats.unresolved_references} references",
         f"chunks:        {stats.chunks}",
     ])
+
+
+def search_json(query: str, results: SearchResults) -> str:
+    """The `knowcode search --json` document: hits without source text, mode and errors."""
+    hits = [{name: getattr(hit, name) for name in SEARCH_HIT_FIELDS} for hit in results]
+    return json.dumps({"query": query, "mode": results.mode.value, "errors": list(results.errors),
+                       "hits": hits}, indent=2)
+
+
+def search_text(results: SearchResults) -> str:
+    """Hits as `path:start-end  kind qualified_name  score`, each with a short snippet."""
+    lines = [f"[{e}]" for e in results.errors]
+    for rank, hit in enumerate(results, start=1):
+        lines.append(f"{rank:>2}. {hit.path}:{hit.start_line}-{hit.end_line}  {hit.kind} "
+                     f"{hit.qualified_name}  ({hit.score:.4f}, {hit.source})")
+        snippet = [line for line in hit.text.splitlines() if line.strip()][:SNIPPET_LINES]
+        lines.extend(f"      {line.rstrip()[:120]}" for line in snippet)
+    if not results:
+        lines.append("no results")
+    lines.append(f"mode: {results.mode.value}")
+    return "\n".join(lines)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from knowcode.indexing.entity_ids import stable_id
+from knowcode.indexing.tokenizer import tokenize
 from knowcode.models import Chunk, Entity
 
 # DESIGN.md: the dense and sparse legs were measured on ~1,500-character chunks; issue #3 asks for
@@ -65,7 +66,8 @@ class _Chunker:
         text = "\n".join(self.lines[start - 1:end])
         chunk_id = stable_id(self.path, str(start), str(end), entity.id)
         index_text = f"{self.path}\n{entity.qualified_name}\n{text}"
-        self.chunks.append(Chunk(chunk_id, self.path, entity.id, start, end, text, index_text))
+        self.chunks.append(Chunk(chunk_id, self.path, entity.id, start, end, text, index_text,
+                                 " ".join(tokenize(index_text))))
 
     def items(self, entity: Entity) -> list[_Item]:
         """The entity's span as an ordered list of own-line runs and children."""
@@ -127,7 +129,10 @@ class _Chunker:
             while piece_end < end and self.fits(piece_start, piece_end + 1):
                 piece_end += 1
             if piece_end < end:
-                usable = [c - 1 for c in cuts if piece_start < c <= piece_end]
+                # Cut at the last statement start in the later half; an earlier one would leave a
+                # stub (a lone signature line before a long docstring), so cut mid-statement instead.
+                half = piece_start + (piece_end - piece_start) // 2
+                usable = [c - 1 for c in cuts if half < c <= piece_end]
                 if usable:
                     piece_end = usable[-1]
             self.emit(piece_start, piece_end, entity)

@@ -20,11 +20,16 @@ from pathlib import Path
 from knowcode.indexing.file_parser import FileFailure, ParsedFile, parse_file
 from knowcode.indexing.graph_builder import SymbolTable, lookup_names, resolve
 from knowcode.indexing.scanner import ScannedFile, SkippedFile, scan
+from knowcode.indexing.tokenizer import TOKENIZER_VERSION
 from knowcode.models import FileRecord, RelationKind, Relationship
 from knowcode.storage.store import Store
 
 PARALLEL_MIN_FILES = 64  # below this, starting worker processes costs more than it saves
 PARSE_CHUNKSIZE = 4  # files per task sent to a worker: amortises pickling, keeps the cores evenly busy
+
+# Meta key counting committed runs that changed chunks: derived indexes (BM25, vectors) record the
+# generation they were built from, so a reader can tell whether they are current.
+CONTENT_GENERATION_KEY = "content_generation"
 
 ProgressCallback = Callable[[int, int], None]  # (files parsed so far, files to parse)
 
@@ -89,6 +94,9 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
     started = time.perf_counter()
     scanned = scan(root, max_file_bytes)
     old = store.file_records()
+    stale: list[str] = []
+    if old and store.meta().get("tokenizer_version") != str(TOKENIZER_VERSION):
+        stale, old = sorted(old), {}  # tokens would not match the query side: rebuild everything
     current = {f.path: f for f in scanned.files}
     to_parse = [f for f in scanned.files
                 if f.path not in old or (old[f.path].size, old[f.path].mtime) != (f.size, f.mtime)]
@@ -99,7 +107,7 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
     with store.transaction():
         old_names = store.entity_names_by_file([*gone, *(f.path for f in to_parse if f.path in old)])
         names = {name for path in gone for name in old_names.get(path, ())}
-        store.delete_files(gone)
+        store.delete_files([*stale, *gone])
         for outcome in _parse_all(root, to_parse, workers or os.cpu_count() or 1, progress):
             path = outcome.path
             if path in old:
@@ -117,7 +125,12 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
         replaced = {*gone, *(f.path for f in to_parse)}
         _resolve_changes(store, references, names, replaced, len(current) > len(replaced))
         store.replace_skipped({**{s.path: s.reason for s in scanned.skipped}, **failed})
-        store.set_meta({"root": str(root.resolve()), "indexed_at": str(time.time())})
+        meta = store.meta()
+        changed = bool(fresh or gone or stale or failed.keys() & old.keys())
+        generation = int(meta.get(CONTENT_GENERATION_KEY, "0")) + (1 if changed else 0)
+        store.set_meta({"root": str(root.resolve()), "indexed_at": str(time.time()),
+                        "tokenizer_version": str(TOKENIZER_VERSION),
+                        CONTENT_GENERATION_KEY: str(generation)})
     gone = sorted({*gone, *(path for path in failed if path in old)})
     return _report(old, fresh, gone, failed, scanned.skipped, len(current), started)
 

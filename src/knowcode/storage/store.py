@@ -46,7 +46,7 @@ CREATE INDEX relationships_target ON relationships(target_id);
 CREATE INDEX relationships_name ON relationships(name);
 CREATE TABLE chunks (
     id TEXT PRIMARY KEY, path TEXT NOT NULL, entity_id TEXT NOT NULL, start_line INTEGER NOT NULL,
-    end_line INTEGER NOT NULL, text TEXT NOT NULL, index_text TEXT NOT NULL);
+    end_line INTEGER NOT NULL, text TEXT NOT NULL, index_text TEXT NOT NULL, tokens TEXT NOT NULL);
 CREATE INDEX chunks_path ON chunks(path);
 CREATE TABLE skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -54,7 +54,7 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 _ENTITY_COLUMNS = ("id, path, kind, name, qualified_name, parent_id, start_line, end_line, signature, "
                    "docstring, language")
 _RELATIONSHIP_COLUMNS = "source_id, kind, target_name, target_id, path, line, alias"
-_CHUNK_COLUMNS = "id, path, entity_id, start_line, end_line, text, index_text"
+_CHUNK_COLUMNS = "id, path, entity_id, start_line, end_line, text, index_text, tokens"
 
 
 def _entity(row: sqlite3.Row) -> Entity:
@@ -199,6 +199,50 @@ class Store:
         rows = self.connection.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks ORDER BY path, start_line")
         return [Chunk(*row) for row in rows]
 
+    def chunks_by_id(self, ids: Iterable[str]) -> dict[str, Chunk]:
+        """The chunks with the given ids (missing ids are left out)."""
+        found = self._select_in(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN", ids, lambda r: Chunk(*r))
+        return {chunk.id: chunk for chunk in found}
+
+    def chunks_of_entities(self, entity_ids: Iterable[str]) -> list[Chunk]:
+        """The chunks owned by the given entities, in file order."""
+        found = self._select_in(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE entity_id IN", entity_ids,
+                                lambda r: Chunk(*r))
+        return sorted(found, key=lambda c: (c.path, c.start_line))
+
+    def chunks_in_span(self, path: str, start_line: int, end_line: int) -> list[Chunk]:
+        """The chunks of a file that overlap a line span, in order."""
+        rows = self.connection.execute(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE path = ? AND start_line <= ? AND end_line >= ? "
+            "ORDER BY start_line", (path, end_line, start_line))
+        return [Chunk(*row) for row in rows]
+
+    def entities_named_like(self, text: str, limit: int) -> list[Entity]:
+        """Entities whose name or qualified name is `text`, or whose qualified name ends in `.text`."""
+        rows = self.connection.execute(
+            f"SELECT {_ENTITY_COLUMNS} FROM entities WHERE name = ? OR qualified_name = ? "
+            "OR qualified_name LIKE ? ESCAPE '\\' ORDER BY qualified_name = ? DESC, name = ? DESC, path "
+            "LIMIT ?", (text, text, "%." + text.replace("%", "\\%").replace("_", "\\_"), text, text, limit))
+        return [_entity(row) for row in rows]
+
+    def chunks_containing(self, text: str, limit: int) -> list[Chunk]:
+        """Chunks whose text contains `text` verbatim (case-sensitive), most occurrences first."""
+        rows = self.connection.execute(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE instr(text, ?) > 0 "
+            "ORDER BY (length(text) - length(replace(text, ?, ''))) / length(?) DESC, path, start_line "
+            "LIMIT ?", (text, text, text, limit))
+        return [Chunk(*row) for row in rows]
+
+    def file_mtimes(self, paths: Iterable[str]) -> dict[str, float]:
+        """Modification time recorded for each given file."""
+        return dict(self._select_in("SELECT path, mtime FROM files WHERE path IN", paths, tuple))
+
+    def callees(self, entity_ids: Iterable[str]) -> list[tuple[str, str]]:
+        """Resolved (caller id, callee id) call edges out of the given entities, in source order."""
+        rows = self._select_in("SELECT source_id, target_id, line FROM relationships WHERE kind = 'calls' "
+                               "AND target_id IS NOT NULL AND source_id IN", entity_ids, tuple)
+        return [(row[0], row[1]) for row in sorted(rows, key=lambda row: (row[0], row[2]))]
+
     def skipped(self) -> dict[str, str]:
         """Files the last run left out, with the reason."""
         return dict(self.connection.execute("SELECT path, reason FROM skipped ORDER BY path"))
@@ -251,8 +295,8 @@ class Store:
         execute(f"INSERT INTO entities ({_ENTITY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 ((e.id, e.path, e.kind.value, e.name, e.qualified_name, e.parent_id, e.start_line,
                   e.end_line, e.signature, e.docstring, e.language) for e in entities))
-        execute(f"INSERT INTO chunks ({_CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                ((c.id, c.path, c.entity_id, c.start_line, c.end_line, c.text, c.index_text)
+        execute(f"INSERT INTO chunks ({_CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                ((c.id, c.path, c.entity_id, c.start_line, c.end_line, c.text, c.index_text, c.tokens)
                  for c in chunks))
 
     def insert_relationships(self, relationships: Iterable[Relationship]) -> None:

@@ -1,0 +1,48 @@
+"""The code-aware tokenizer shared by indexing and querying (it is part of the index format).
+
+Identifiers are kept whole and also split into their camelCase / snake_case / kebab-case parts, all
+lower-cased: ``parseHTTPResponse`` -> ``parsehttpresponse parse http response``. Stop words are
+dropped from both sides, so natural-language questions match code on their content words.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# Bump when the output changes for any input: indexes built with another version are rebuilt.
+TOKENIZER_VERSION = 1
+MIN_TOKEN_CHARS = 2  # single letters (loop variables, `x`) match everything and rank nothing
+MAX_TOKEN_CHARS = 64  # longer runs are hashes, base64 or minified noise
+_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*|\d+[A-Za-z_][A-Za-z0-9_]*")
+_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+# English function words common in questions; code keywords stay (`return`, `class` carry meaning).
+STOP_WORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "could", "do", "does", "did", "for", "from",
+    "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our",
+    "should", "so", "than", "that", "the", "their", "them", "then", "there", "these", "this", "those",
+    "to", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "would",
+    "you", "your",
+})
+
+
+@lru_cache(maxsize=1 << 16)
+def _identifier_tokens(identifier: str) -> tuple[str, ...]:
+    whole = identifier.strip("_$").lower()
+    parts = [p.lower() for p in _PARTS.findall(identifier)]
+    tokens = [whole] if whole else []
+    if len(parts) > 1:
+        tokens.extend(parts)
+    return tuple(t for t in tokens if MIN_TOKEN_CHARS <= len(t) <= MAX_TOKEN_CHARS and t not in STOP_WORDS)
+
+
+def tokenize(text: str) -> list[str]:
+    """Split text into lower-cased identifier tokens and identifier parts, in order.
+
+    :param text: code, a path or a natural-language query.
+    :return: tokens; repeated tokens are kept (BM25 counts them).
+    """
+    tokens: list[str] = []
+    for identifier in _IDENTIFIER.findall(text):
+        tokens.extend(_identifier_tokens(identifier))
+    return tokens

@@ -1,0 +1,88 @@
+"""Hybrid fusion (spec: "Hybrid fusion"): BM25 and dense legs in parallel, fused by reciprocal rank."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+CANDIDATE_FACTOR = 3  # spec: Hybrid fusion — each leg contributes limit x 3 candidates
+RRF_K = 60  # spec: Hybrid fusion — Reciprocal Rank Fusion constant
+DEFAULT_HYBRID_ALPHA = 0.2  # spec: Hybrid fusion — weight of the dense leg; AppConfig.hybrid_alpha
+
+LegSearch = Callable[[str, int], list[tuple[str, float]]]  # (query, limit) -> [(chunk id, score)]
+
+
+@dataclass(frozen=True, slots=True)
+class FusedCandidate:
+    """A chunk with its fused score and its 0-based rank in each leg (None: not found by that leg)."""
+
+    chunk_id: str
+    score: float
+    sparse_rank: int | None
+    dense_rank: int | None
+
+
+def dedupe_by_best_rank(chunk_ids: Sequence[str]) -> list[str]:
+    """Keep each id once, at its best (first) rank."""
+    return list(dict.fromkeys(chunk_ids))
+
+
+def reciprocal_rank_fusion(sparse_ids: Sequence[str], dense_ids: Sequence[str], *, alpha: float,
+                           known: Container[str], limit: int) -> list[FusedCandidate]:
+    """Fuse two ranked id lists exactly as the spec says.
+
+    ``score += (1 - alpha) / (RRF_K + sparse_rank + 1)`` and ``score += alpha / (RRF_K + dense_rank + 1)``,
+    ranks 0-based after de-duplication by best rank. A dense id missing from `known` (the chunk
+    repository) is skipped: it keeps its rank in its own leg but takes no result slot.
+
+    :param sparse_ids: BM25 results, best first.
+    :param dense_ids: vector results, best first.
+    :param alpha: weight of the dense leg (spec default 0.2), passed explicitly.
+    :param known: chunk ids that exist in the store.
+    :param limit: how many fused candidates to return.
+    :return: candidates by descending score (ties: better sparse rank, then id).
+    """
+    scores: dict[str, float] = {}
+    sparse_rank: dict[str, int] = {}
+    dense_rank: dict[str, int] = {}
+    for rank, chunk_id in enumerate(dedupe_by_best_rank(sparse_ids)):
+        scores[chunk_id] = scores.get(chunk_id, 0.0) + (1 - alpha) / (RRF_K + rank + 1)
+        sparse_rank[chunk_id] = rank
+    for rank, chunk_id in enumerate(dedupe_by_best_rank(dense_ids)):
+        if chunk_id not in known:
+            continue
+        scores[chunk_id] = scores.get(chunk_id, 0.0) + alpha / (RRF_K + rank + 1)
+        dense_rank[chunk_id] = rank
+    order = sorted(scores, key=lambda c: (-scores[c], sparse_rank.get(c, len(scores)), c))
+    return [FusedCandidate(c, scores[c], sparse_rank.get(c), dense_rank.get(c)) for c in order[:limit]]
+
+
+class HybridIndex:
+    """Runs the sparse and dense legs side by side and fuses them."""
+
+    def __init__(self, sparse: LegSearch, dense: LegSearch, *, alpha: float = DEFAULT_HYBRID_ALPHA) -> None:
+        self.sparse = sparse
+        self.dense = dense
+        self.alpha = alpha
+
+    def legs(self, query: str, per_leg: int) -> tuple[list[str], list[str]]:
+        """Run both legs in parallel; an error in either propagates to the caller.
+
+        :return: (sparse ids, dense ids), each best first.
+        """
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            sparse_future = pool.submit(self.sparse, query, per_leg)
+            dense_future = pool.submit(self.dense, query, per_leg)
+            return [c for c, _ in sparse_future.result()], [c for c, _ in dense_future.result()]
+
+    def search(self, query: str, limit: int, known: Container[str]) -> list[FusedCandidate]:
+        """Fused candidates for a query; each leg is asked for limit x CANDIDATE_FACTOR.
+
+        :param query: the query text.
+        :param limit: candidates wanted.
+        :param known: chunk ids that exist in the store.
+        :return: the fused candidates, best first.
+        """
+        sparse, dense = self.legs(query, limit * CANDIDATE_FACTOR)
+        return reciprocal_rank_fusion(sparse, dense, alpha=self.alpha, known=known, limit=limit)

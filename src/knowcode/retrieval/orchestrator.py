@@ -1,0 +1,187 @@
+"""RetrievalOrchestrator (spec: "Retrieval routing"): route a query, rank, select entities, expand.
+
+1. A quoted query goes to the exact-match engine.
+2. Otherwise the hybrid index (BM25 + dense, RRF), reranked.
+3. If the dense leg fails, BM25 alone on the query's keywords; the error is kept and the mode is
+   ``lexical``: never a silent empty result.
+4. Hits are de-duplicated to `limit_entities` unique entities.
+5. Optionally, 1-hop callees are added as ``source="dependency"`` hits with score 0.0.
+6. Each entity gets a token budget of ``max(1, min(2000, max_tokens // limit_entities))``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from knowcode.indexing.tokenizer import tokenize
+from knowcode.models import Entity, HitSource, RetrievalMode, SearchHit
+from knowcode.retrieval.completeness import expand_dependencies, hit_for
+from knowcode.retrieval.embeddings import EmbeddingProvider, EmbeddingSpec, check_compatible
+from knowcode.retrieval.exact_query_engine import definition_chunks, exact_search, quoted_text
+from knowcode.retrieval.hybrid_index import (
+    CANDIDATE_FACTOR,
+    RRF_K,
+    FusedCandidate,
+    HybridIndex,
+    reciprocal_rank_fusion,
+)
+from knowcode.retrieval.reranker import Candidate, CrossEncoder, RankingSignals, is_symbol_query, rerank
+from knowcode.retrieval.search_index import SearchIndex
+from knowcode.storage.store import Store
+
+PER_ENTITY_TOKEN_CAP = 2000  # spec: Retrieval routing step 6 (the 200-token floor was removed)
+MAX_LIMIT = 1000  # more entities than this is a dump, not a search
+
+
+def per_entity_token_budget(max_tokens: int, limit_entities: int) -> int:
+    """spec: ``max(1, min(2000, max_tokens // limit_entities))``."""
+    return max(1, min(PER_ENTITY_TOKEN_CAP, max_tokens // limit_entities))
+
+
+@dataclass(frozen=True)
+class RetrievalResult:
+    """Ranked hits (unique entities), dependency hits, the mode used and any errors on the way."""
+
+    query: str
+    mode: RetrievalMode
+    hits: tuple[SearchHit, ...]
+    dependencies: tuple[SearchHit, ...] = ()
+    errors: tuple[str, ...] = ()
+    per_entity_budget: int = PER_ENTITY_TOKEN_CAP
+    candidates: int = 0  # fused candidates that were reranked
+    legs: dict[str, int] = field(default_factory=dict)  # results per leg (sparse, dense)
+
+
+def validate_query(query: str, limit: int) -> None:
+    """Reject what no search can answer well.
+
+    :raises ValueError: an empty or blank query, or a limit outside 1..MAX_LIMIT.
+    """
+    if not query or not query.strip():
+        raise ValueError("the query is empty: pass some words, an identifier or a \"quoted name\"")
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
+
+
+class RetrievalOrchestrator:
+    """Answers queries from one store and its search index."""
+
+    def __init__(self, store: Store, index: SearchIndex, embedder: EmbeddingProvider | None, *,
+                 alpha: float, top_k_multiplier: int, signals: RankingSignals,
+                 cross_encoder: CrossEncoder | None = None) -> None:
+        self.store = store
+        self.index = index
+        self.embedder = embedder
+        self.alpha = alpha
+        self.top_k_multiplier = top_k_multiplier
+        self.signals = signals
+        self.cross_encoder = cross_encoder
+
+    def _dense(self, query: str, limit: int) -> list[tuple[str, float]]:
+        if self.embedder is None or self.index.dense is None or self.index.embedding is None:
+            raise RuntimeError("no dense index: vectors are switched off or were not built")
+        vector = self.embedder.embed([query], query=True)[0]  # first: a remote provider learns its size
+        check_compatible(self.index.embedding, EmbeddingSpec(
+            self.embedder.provider, self.embedder.model, self.embedder.dimension, self.embedder.normalized))
+        return self.index.dense.search(vector, limit)
+
+    def _fused(self, query: str, wanted: int, errors: list[str]) -> tuple[RetrievalMode, list[FusedCandidate],
+                                                                         dict[str, int]]:
+        hybrid = HybridIndex(self.index.sparse.search, self._dense, alpha=self.alpha)
+        if self.embedder is not None:
+            try:
+                sparse_ids, dense_ids = hybrid.legs(query, wanted * CANDIDATE_FACTOR)
+                known = self.store.chunks_by_id({*sparse_ids, *dense_ids}).keys()
+                fused = reciprocal_rank_fusion(sparse_ids, dense_ids, alpha=self.alpha, known=known,
+                                               limit=wanted)
+                return RetrievalMode.HYBRID, fused, {"sparse": len(sparse_ids), "dense": len(dense_ids)}
+            except Exception as err:  # the dense leg (a provider, a model file) failed: fall back
+                errors.append(f"semantic retrieval failed, using keywords only: {err}")
+        keywords = " ".join(tokenize(query))
+        sparse = [cid for cid, _ in self.index.sparse.search(keywords, wanted * CANDIDATE_FACTOR)]
+        fused = [FusedCandidate(cid, 1.0 / (RRF_K + rank + 1), rank, None)
+                 for rank, cid in enumerate(sparse[:wanted])]
+        return RetrievalMode.LEXICAL, fused, {"sparse": len(sparse)}
+
+    def _candidates(self, query: str, fused: Sequence[FusedCandidate]) -> list[tuple[Candidate, HitSource]]:
+        scores = {f.chunk_id: f for f in fused}
+        ids = list(scores)
+        definitions: list[Entity] = []
+        if is_symbol_query(query) and self.signals.definition != 1.0:
+            # The definition of a queried symbol may rank low on words alone: bring it in, and let
+            # the chunk that holds its signature speak for it (a class header is often packed
+            # into the chunk of its first method).
+            symbol = query.strip().removesuffix("()")
+            definitions = self.store.entities_named_like(symbol, self.top_k_multiplier)
+            floor = min((f.score for f in fused), default=1.0 / RRF_K)
+            for _, chunk in definition_chunks(self.store, definitions):
+                if chunk.id not in scores:
+                    scores[chunk.id] = FusedCandidate(chunk.id, floor, None, None)
+                    ids.append(chunk.id)
+        chunks = self.store.chunks_by_id(ids)
+        entities = {e.id: e for e in self.store.entities_by_id({c.entity_id for c in chunks.values()})}
+        mtimes = self.store.file_mtimes({c.path for c in chunks.values()})
+        found = []
+        for chunk_id in ids:
+            found_chunk = chunks.get(chunk_id)
+            owner = entities.get(found_chunk.entity_id) if found_chunk else None
+            if found_chunk is None or owner is None:
+                continue  # stale id from an index built before the last commit
+            chunk = found_chunk
+            entity = next((d for d in definitions if d.path == chunk.path
+                           and chunk.start_line <= d.start_line <= chunk.end_line), owner)
+            fused_candidate = scores[chunk_id]
+            source = (HitSource.HYBRID if fused_candidate.sparse_rank is not None
+                      and fused_candidate.dense_rank is not None
+                      else HitSource.DENSE if fused_candidate.dense_rank is not None else HitSource.SPARSE)
+            mtime = mtimes.get(chunk.path, 0.0)
+            found.append((Candidate(chunk, entity, fused_candidate.score, mtime), source))
+        return found
+
+    def retrieve(self, query: str, *, limit_entities: int = 3, max_tokens: int = 6000,
+                 expand_deps: bool = True) -> RetrievalResult:
+        """Route, rank and select entities for a query.
+
+        :param query: words, an identifier, or a "quoted" exact name.
+        :param limit_entities: unique entities wanted.
+        :param max_tokens: the caller's token budget, split per entity.
+        :param expand_deps: add the hits' 1-hop callees as dependency hits.
+        :return: the result, with its mode and any errors.
+        :raises ValueError: an empty query or a limit out of range.
+        """
+        validate_query(query, limit_entities)
+        errors: list[str] = []
+        wanted = limit_entities * self.top_k_multiplier
+        exact = quoted_text(query)
+        legs: dict[str, int] = {}
+        if exact is not None:
+            mode = RetrievalMode.EXACT
+            matches = exact_search(self.store, exact, wanted)
+            owners = {e.id: e for e in self.store.entities_by_id({c.entity_id for c, _ in matches})}
+            ranked = [(Candidate(chunk, entity or owners[chunk.entity_id], 1.0 / (RRF_K + rank + 1), 0.0),
+                       1.0 / (RRF_K + rank + 1))
+                      for rank, (chunk, entity) in enumerate(matches)
+                      if entity is not None or chunk.entity_id in owners]
+            sources = {c.chunk.id: HitSource.EXACT for c, _ in ranked}
+        else:
+            mode, fused, legs = self._fused(query, wanted, errors)
+            candidates = self._candidates(query, fused)
+            sources = {c.chunk.id: source for c, source in candidates}
+            ranked, rerank_error = rerank(query, [c for c, _ in candidates], self.signals, self.cross_encoder)
+            if rerank_error:
+                errors.append(rerank_error)
+        hits: list[SearchHit] = []
+        seen: set[str] = set()
+        for candidate, score in ranked:
+            if candidate.entity.id in seen:
+                continue
+            seen.add(candidate.entity.id)
+            hits.append(hit_for(candidate.entity, [candidate.chunk], score, sources[candidate.chunk.id]))
+            if len(hits) == limit_entities:
+                break
+        if not hits:
+            errors.append("nothing matched: try other words, an identifier, or a \"quoted name\"")
+        dependencies = expand_dependencies(self.store, hits) if expand_deps and hits else []
+        return RetrievalResult(query, mode, tuple(hits), tuple(dependencies), tuple(errors),
+                               per_entity_token_budget(max_tokens, limit_entities), len(ranked), legs)

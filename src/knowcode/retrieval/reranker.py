@@ -1,0 +1,159 @@
+"""Reranking (spec: "Reranking"): a cross-encoder provider when configured, else signal scoring.
+
+Signal scoring multiplies each fused candidate's score by the spec's boosts (docstring, recent
+change, query substring, query == kind) and by code-aware signals of our own (definition of the
+queried symbol, file and folder names, test/example/doc path penalties, file coherence, per-file
+diversity). Every factor is a field of :class:`RankingSignals`, so each can be switched off
+(set to 1.0) and measured alone; `benchmarks/quality.py` does that ablation.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Protocol
+
+from knowcode.indexing.tokenizer import tokenize
+from knowcode.models import Chunk, Entity
+
+RECENT_SECONDS = 7 * 24 * 3600  # spec: Reranking — "modified < 7 days"
+DEFAULT_TOP_K_MULTIPLIER = 5  # spec: Reranking — limit x reranker_top_k_multiplier go to the reranker
+
+_SYMBOL_QUERY = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*(?:\(\))?$")
+# Paths whose code is rarely the answer: tests, examples, docs, benchmarks, vendored compat shims.
+_PENALISED_PATH = re.compile(
+    r"(^|/)(tests?|__tests__|testing|spec|specs|examples?|samples?|docs?|benchmarks?|fixtures?)/"
+    r"|(^|/)test_[^/]*$|_test\.[a-z]+$|\.(test|spec)\.[jt]sx?$|(^|/)conftest\.py$"
+    r"|(^|/)_?compat[^/]*$|\.d\.ts$")
+_REEXPORT_FILES = frozenset({"__init__.py", "index.js", "index.ts", "mod.rs"})
+
+
+@dataclass(frozen=True)
+class RankingSignals:
+    """Multiplicative ranking factors; 1.0 switches a signal off."""
+
+    docstring: float = 1.2  # spec: entity has a docstring
+    recent: float = 1.1  # spec: file modified less than 7 days ago
+    substring: float = 1.5  # spec: the query appears verbatim (case-insensitive) in the chunk
+    kind: float = 2.0  # spec: the query is the chunk's entity kind ("class", "function", ...)
+    definition: float = 3.0  # symbol query: the chunk's entity is named like the queried symbol
+    definition_path: float = 1.5  # ... and the file (or its folder) is named like it too
+    name_match: float = 1.3  # a query word names the chunk's entity (word queries)
+    file_name: float = 1.25  # per query word naming the file or its folder (at most 2 words)
+    path_penalty: float = 0.5  # tests, examples, docs, benchmarks, compat shims, .d.ts
+    reexport_penalty: float = 0.6  # module-level chunk of an __init__.py / index.ts re-export file
+    file_coherence: float = 1.05  # per further candidate from the same file (at most 4)
+    file_diversity: float = 0.85  # per chunk of the same file already ranked above
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A fused candidate with what signal scoring reads."""
+
+    chunk: Chunk
+    entity: Entity
+    score: float
+    mtime: float
+
+
+class CrossEncoder(Protocol):
+    """A reranking provider: scores (query, document) pairs; higher is more relevant."""
+
+    def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
+        """Return one relevance score per document."""
+        ...
+
+
+def is_symbol_query(query: str) -> bool:
+    """A bare or dotted identifier (``Flask``, ``app.run``, ``Foo::bar``, ``run()``)."""
+    return bool(_SYMBOL_QUERY.match(query.strip()))
+
+
+def _symbol_parts(query: str) -> list[str]:
+    return [p for p in re.split(r"\.|::|#|->", query.strip().removesuffix("()")) if p]
+
+
+def _path_words(path: str) -> set[str]:
+    pure = PurePosixPath(path)
+    return set(tokenize(" ".join([pure.stem, *pure.parent.parts[-2:]])))
+
+
+def _signal_factor(candidate: Candidate, query: str, words: set[str], signals: RankingSignals,
+                   now: float) -> float:
+    chunk, entity = candidate.chunk, candidate.entity
+    factor = 1.0
+    if entity.docstring:
+        factor *= signals.docstring
+    if now - candidate.mtime < RECENT_SECONDS:
+        factor *= signals.recent
+    lowered = query.strip().lower()
+    if lowered and lowered in chunk.text.lower():
+        factor *= signals.substring
+    if lowered == entity.kind.value:
+        factor *= signals.kind
+    path_words = _path_words(chunk.path)
+    if is_symbol_query(query):
+        parts = _symbol_parts(query)
+        if entity.name == parts[-1] or entity.name.lower() == parts[-1].lower():
+            factor *= signals.definition
+            if parts[-1].lower() in path_words or any(p.lower() in path_words for p in parts[:-1]):
+                factor *= signals.definition_path
+    else:
+        if entity.name.lower() in words and len(entity.name) > 2:
+            factor *= signals.name_match
+        factor *= signals.file_name ** min(2, len(words & path_words))
+    if _PENALISED_PATH.search(chunk.path):
+        factor *= signals.path_penalty
+    if PurePosixPath(chunk.path).name in _REEXPORT_FILES and entity.parent_id is None:
+        factor *= signals.reexport_penalty
+    return factor
+
+
+def score_signals(query: str, candidates: Sequence[Candidate], signals: RankingSignals,
+                  now: float | None = None) -> list[tuple[Candidate, float]]:
+    """Rerank candidates by signal scoring (deterministic; no provider needed).
+
+    :param query: the query as the user wrote it.
+    :param candidates: fused candidates with their chunk, entity and file mtime.
+    :param signals: the factors to apply.
+    :param now: the current time (tests pin it).
+    :return: (candidate, final score), best first.
+    """
+    clock = time.time() if now is None else now
+    words = set(tokenize(query))
+    per_file = Counter(c.chunk.path for c in candidates)
+    scored = []
+    for candidate in candidates:
+        coherence = signals.file_coherence ** min(4, per_file[candidate.chunk.path] - 1)
+        scored.append((candidate, candidate.score * coherence * _signal_factor(
+            candidate, query, words, signals, clock)))
+    scored.sort(key=lambda pair: -pair[1])
+    seen: Counter[str] = Counter()
+    diversified = []
+    for candidate, score in scored:
+        diversified.append((candidate, score * signals.file_diversity ** seen[candidate.chunk.path]))
+        seen[candidate.chunk.path] += 1
+    diversified.sort(key=lambda pair: -pair[1])
+    return diversified
+
+
+def rerank(query: str, candidates: Sequence[Candidate], signals: RankingSignals,
+           cross_encoder: CrossEncoder | None = None) -> tuple[list[tuple[Candidate, float]], str | None]:
+    """Rerank with the cross-encoder when one is configured, else (or on any error) by signals.
+
+    :return: the ranking and the provider error that forced the fallback, if any.
+    """
+    if cross_encoder is not None and candidates:
+        try:
+            scores = cross_encoder.rerank(query, [c.chunk.text for c in candidates])
+            if len(scores) != len(candidates):
+                raise ValueError(f"reranker returned {len(scores)} scores for {len(candidates)} documents")
+            ranked = sorted(zip(candidates, scores, strict=True), key=lambda pair: -pair[1])
+            return [(c, float(s)) for c, s in ranked], None
+        except Exception as err:  # spec: any provider error degrades to signal scoring
+            return score_signals(query, candidates, signals), f"reranker failed: {err}"
+    return score_signals(query, candidates, signals), None

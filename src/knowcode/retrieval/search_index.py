@@ -1,0 +1,127 @@
+"""The derived search indexes (BM25 and vectors) of one store generation: build, swap, load.
+
+Each build writes a new folder ``search-<generation>-<nonce>/`` next to ``index.db``, then records
+its name in the store's meta table in one transaction, then deletes older folders. A reader reads
+the name from the meta table first, so it always loads a complete folder; a run that dies midway
+leaves a stray folder that the next build deletes.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from knowcode.errors import StoreError
+from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
+from knowcode.retrieval.embeddings import EmbeddingProvider, EmbeddingSpec, check_compatible
+from knowcode.retrieval.sparse import SparseIndex
+from knowcode.storage.store import Store
+from knowcode.storage.vector_store import VectorStore
+
+SEARCH_DIR_KEY = "search_dir"  # meta key: the folder holding the current search indexes
+SEARCH_GENERATION_KEY = "search_generation"  # meta key: the content generation they were built from
+_SEARCH_PREFIX = "search-"
+_SPARSE = "sparse"
+_DENSE = "dense"
+_EMBEDDING_FILE = "embedding.json"
+EMBED_BATCH = 1024  # chunks per provider call: bounds memory, amortises per-call overhead
+
+
+@dataclass
+class SearchIndex:
+    """The loaded indexes of one generation; `dense` is None when vectors are off."""
+
+    generation: int
+    sparse: SparseIndex
+    dense: VectorStore | None
+    embedding: EmbeddingSpec | None
+
+
+def _spec_of(provider: EmbeddingProvider) -> EmbeddingSpec:
+    return EmbeddingSpec(provider.provider, provider.model, provider.dimension, provider.normalized)
+
+
+def _current_dir(store: Store, store_dir: Path) -> Path | None:
+    name = store.meta().get(SEARCH_DIR_KEY)
+    return store_dir / name if name else None
+
+
+def _read_embedding(folder: Path) -> EmbeddingSpec | None:
+    path = folder / _EMBEDDING_FILE
+    return EmbeddingSpec(**json.loads(path.read_text())) if path.is_file() else None
+
+
+def _vectors(previous: Path | None, provider: EmbeddingProvider, chunk_ids: list[str],
+             texts: dict[str, str], rebuild: bool) -> VectorStore:
+    """Embed only the chunks the previous generation lacks (all of them on `rebuild`)."""
+    reused: dict[str, np.ndarray] = {}
+    if previous is not None and not rebuild and (previous / _DENSE).is_dir():
+        recorded = _read_embedding(previous)
+        if recorded is not None:
+            check_compatible(recorded, _spec_of(provider))
+            reused = VectorStore.load(previous / _DENSE).vectors_for(chunk_ids)
+    missing = [cid for cid in chunk_ids if cid not in reused]
+    for start in range(0, len(missing), EMBED_BATCH):
+        batch = missing[start:start + EMBED_BATCH]
+        for cid, vector in zip(batch, provider.embed([texts[c] for c in batch]), strict=True):
+            reused[cid] = vector
+    matrix = np.zeros((len(chunk_ids), provider.dimension), dtype=np.float32)
+    for row, cid in enumerate(chunk_ids):
+        matrix[row] = reused[cid]
+    return VectorStore(chunk_ids, matrix)
+
+
+def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingProvider | None,
+                        k1: float, b: float, rebuild_vectors: bool = False) -> bool:
+    """Rebuild the search indexes if the store changed since they were built.
+
+    :param store: the open, up-to-date store.
+    :param store_dir: the store folder, where the search folders live.
+    :param embedder: the dense provider, or None for BM25 only.
+    :param k1: BM25 k1.
+    :param b: BM25 b.
+    :param rebuild_vectors: embed every chunk again (after a model change).
+    :return: True when a new generation was written.
+    :raises EmbeddingMismatchError: the previous vectors come from another model and
+        `rebuild_vectors` is not set.
+    """
+    meta = store.meta()
+    generation = meta.get(CONTENT_GENERATION_KEY, "0")
+    previous = _current_dir(store, store_dir)
+    wanted = _spec_of(embedder) if embedder is not None else None
+    fresh = (previous is not None and previous.is_dir() and meta.get(SEARCH_GENERATION_KEY) == generation
+             and _read_embedding(previous) == wanted and not rebuild_vectors)
+    if fresh:
+        return False
+    rows = store.connection.execute("SELECT id, tokens, index_text FROM chunks ORDER BY id").fetchall()
+    chunk_ids = [row[0] for row in rows]
+    folder = store_dir / f"{_SEARCH_PREFIX}{generation}-{secrets.token_hex(4)}"
+    SparseIndex.build(chunk_ids, [row[1] for row in rows], k1=k1, b=b).save(folder / _SPARSE)
+    if embedder is not None:
+        texts = {row[0]: row[2] for row in rows}
+        _vectors(previous, embedder, chunk_ids, texts, rebuild_vectors).save(folder / _DENSE)
+        (folder / _EMBEDDING_FILE).write_text(json.dumps(asdict(_spec_of(embedder))))
+    with store.transaction():
+        store.set_meta({SEARCH_DIR_KEY: folder.name, SEARCH_GENERATION_KEY: generation})
+    for stray in store_dir.glob(f"{_SEARCH_PREFIX}*"):
+        if stray != folder and stray.is_dir():
+            shutil.rmtree(stray, ignore_errors=True)
+    return True
+
+
+def load_search_index(store: Store, store_dir: Path) -> SearchIndex:
+    """Load the current search indexes (memory-mapped).
+
+    :raises StoreError: no search index has been built yet.
+    """
+    folder = _current_dir(store, store_dir)
+    if folder is None or not folder.is_dir():
+        raise StoreError(f"no search index in {store_dir}: run `knowcode index` first")
+    dense = VectorStore.load(folder / _DENSE) if (folder / _DENSE).is_dir() else None
+    generation = int(store.meta().get(SEARCH_GENERATION_KEY, "0"))
+    return SearchIndex(generation, SparseIndex.load(folder / _SPARSE), dense, _read_embedding(folder))

@@ -1,0 +1,10 @@
+"""Make the benchmark scripts (benchmarks/*.py, not a package) importable as top-level modules."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+if str(BENCHMARKS) not in sys.path:
+    sys.path.insert(0, str(BENCHMARKS))

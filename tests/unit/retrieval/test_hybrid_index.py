@@ -1,0 +1,74 @@
+"""Hybrid fusion: the spec's constants and RRF arithmetic, exactly."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowcode.retrieval.hybrid_index import (
+    CANDIDATE_FACTOR,
+    DEFAULT_HYBRID_ALPHA,
+    RRF_K,
+    HybridIndex,
+    dedupe_by_best_rank,
+    reciprocal_rank_fusion,
+)
+
+
+def test_spec_constants() -> None:
+    assert (CANDIDATE_FACTOR, RRF_K, DEFAULT_HYBRID_ALPHA) == (3, 60, 0.2)
+
+
+def test_rrf_scores_follow_the_formula() -> None:
+    fused = reciprocal_rank_fusion(["a", "b"], ["b", "c"], alpha=0.2, known={"a", "b", "c"}, limit=10)
+    scores = {f.chunk_id: f.score for f in fused}
+    assert scores["a"] == pytest.approx(0.8 / 61)
+    assert scores["b"] == pytest.approx(0.8 / 62 + 0.2 / 61)
+    assert scores["c"] == pytest.approx(0.2 / 62)
+    assert [f.chunk_id for f in fused] == ["b", "a", "c"]
+    assert [(f.sparse_rank, f.dense_rank) for f in fused] == [(1, 0), (0, None), (None, 1)]
+
+
+def test_alpha_is_used_as_passed() -> None:
+    fused = reciprocal_rank_fusion(["a"], ["b"], alpha=0.9, known={"a", "b"}, limit=10)
+    assert [f.chunk_id for f in fused] == ["b", "a"]
+    assert fused[0].score == pytest.approx(0.9 / 61)
+
+
+def test_duplicates_keep_their_best_rank() -> None:
+    assert dedupe_by_best_rank(["x", "y", "x", "z", "y"]) == ["x", "y", "z"]
+    fused = reciprocal_rank_fusion(["x", "y", "x"], [], alpha=0.2, known=set(), limit=10)
+    assert {f.chunk_id: f.score for f in fused} == pytest.approx({"x": 0.8 / 61, "y": 0.8 / 62})
+
+
+def test_unresolvable_dense_id_is_skipped_without_taking_a_slot() -> None:
+    fused = reciprocal_rank_fusion([], ["ghost", "b", "c"], alpha=0.2, known={"b", "c"}, limit=2)
+    assert [f.chunk_id for f in fused] == ["b", "c"]  # two slots, both filled by real chunks
+    assert fused[0].score == pytest.approx(0.2 / 62)  # ranks stay those of the dense leg
+
+
+def test_limit_and_ties() -> None:
+    fused = reciprocal_rank_fusion(["a", "b", "c"], [], alpha=0.2, known=set(), limit=2)
+    assert [f.chunk_id for f in fused] == ["a", "b"]
+
+
+def test_each_leg_is_asked_for_limit_times_the_candidate_factor() -> None:
+    asked: list[tuple[str, int]] = []
+
+    def leg(name: str) -> object:
+        def run(query: str, limit: int) -> list[tuple[str, float]]:
+            asked.append((name, limit))
+            return [(f"{name}{i}", 1.0) for i in range(limit)]
+        return run
+
+    index = HybridIndex(leg("s"), leg("d"), alpha=0.2)  # type: ignore[arg-type]
+    fused = index.search("q", 4, known={f"d{i}" for i in range(12)})
+    assert sorted(asked) == [("d", 12), ("s", 12)]
+    assert len(fused) == 4
+
+
+def test_leg_errors_propagate() -> None:
+    def broken(query: str, limit: int) -> list[tuple[str, float]]:
+        raise RuntimeError("model missing")
+
+    with pytest.raises(RuntimeError, match="model missing"):
+        HybridIndex(lambda q, k: [], broken).search("q", 3, known=set())

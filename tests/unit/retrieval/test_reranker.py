@@ -1,0 +1,129 @@
+"""Signal scoring: each spec boost exactly, and each code-aware signal on a table of cases."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from knowcode.models import Chunk, Entity, EntityKind
+from knowcode.retrieval.reranker import (
+    DEFAULT_TOP_K_MULTIPLIER,
+    RECENT_SECONDS,
+    Candidate,
+    RankingSignals,
+    is_symbol_query,
+    rerank,
+    score_signals,
+)
+
+NOW = 1_000_000_000.0
+OLD = NOW - 30 * 24 * 3600
+NEUTRAL = RankingSignals(**{name: 1.0 for name in RankingSignals.__dataclass_fields__})
+
+
+def _candidate(path: str = "src/pkg/engine.py", name: str = "run", kind: EntityKind = EntityKind.FUNCTION,
+               text: str = "def run():\n    pass", docstring: str = "", mtime: float = OLD,
+               score: float = 1.0, parent: str | None = "m") -> Candidate:
+    entity = Entity(f"{path}:{name}", path, kind, name, f"pkg.{name}", parent, 1, 2, "", docstring, "python")
+    chunk = Chunk(f"c:{path}:{name}", path, entity.id, 1, 2, text, text)
+    return Candidate(chunk, entity, score, mtime)
+
+
+def _factor(query: str, candidate: Candidate, **signals: float) -> float:
+    [(_, score)] = score_signals(query, [candidate], replace(NEUTRAL, **signals), now=NOW)
+    return score / candidate.score
+
+
+def test_spec_defaults() -> None:
+    defaults = RankingSignals()
+    assert (defaults.docstring, defaults.recent, defaults.substring, defaults.kind) == (1.2, 1.1, 1.5, 2.0)
+    assert DEFAULT_TOP_K_MULTIPLIER == 5
+    assert RECENT_SECONDS == 7 * 24 * 3600
+
+
+@pytest.mark.parametrize(("signal", "query", "candidate", "expected"), [
+    ("docstring", "zzz", _candidate(docstring="Runs it."), 1.2),
+    ("docstring", "zzz", _candidate(docstring=""), 1.0),
+    ("recent", "zzz", _candidate(mtime=NOW - 3600), 1.1),
+    ("recent", "zzz", _candidate(mtime=NOW - RECENT_SECONDS - 1), 1.0),
+    ("substring", "DEF RUN", _candidate(), 1.5),
+    ("substring", "def walk", _candidate(), 1.0),
+    ("kind", "function", _candidate(), 2.0),
+    ("kind", "Function ", _candidate(), 2.0),
+    ("kind", "class", _candidate(), 1.0),
+])
+def test_spec_boosts(signal: str, query: str, candidate: Candidate, expected: float) -> None:
+    assert _factor(query, candidate, **{signal: RankingSignals().__getattribute__(signal)}) == pytest.approx(
+        expected)
+
+
+@pytest.mark.parametrize(("query", "candidate", "expected"), [
+    ("run", _candidate(), 3.0),  # symbol query names the entity
+    ("Engine.run", _candidate(), 3.0 * 1.5),  # ... and a dotted part names the file
+    ("engine", _candidate(name="engine"), 3.0 * 1.5),
+    ("walk", _candidate(), 1.0),
+])
+def test_definition_boost(query: str, candidate: Candidate, expected: float) -> None:
+    assert _factor(query, candidate, definition=3.0, definition_path=1.5) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("path", "expected"), [
+    ("tests/test_engine.py", 0.5), ("pkg/test_engine.py", 0.5), ("pkg/engine_test.go", 0.5),
+    ("src/app.spec.ts", 0.5), ("examples/demo.py", 0.5), ("docs/conf.py", 0.5), ("pkg/_compat.py", 0.5),
+    ("types/index.d.ts", 0.5), ("src/pkg/engine.py", 1.0), ("src/contest.py", 1.0), ("latest/x.py", 1.0),
+])
+def test_path_penalty(path: str, expected: float) -> None:
+    assert _factor("zzz", _candidate(path=path), path_penalty=0.5) == pytest.approx(expected)
+
+
+def test_reexport_penalty_only_hits_module_level_chunks_of_init_files() -> None:
+    assert _factor("zzz", _candidate(path="pkg/__init__.py", parent=None), reexport_penalty=0.6) == 0.6
+    assert _factor("zzz", _candidate(path="pkg/__init__.py"), reexport_penalty=0.6) == 1.0
+
+
+def test_word_query_matching_file_folder_and_entity_names() -> None:
+    candidate = _candidate(path="src/router/dispatch.py", name="route_request")
+    assert _factor("how does the router dispatch", candidate, file_name=1.25) == pytest.approx(1.25 ** 2)
+    assert _factor("route_request handling", candidate, name_match=1.3) == pytest.approx(1.3)
+
+
+def test_file_diversity_and_coherence() -> None:
+    first = _candidate(name="a", score=1.0)
+    second = _candidate(name="b", score=0.9)
+    other = _candidate(path="x/other.py", name="c", score=0.8)
+    ranked = score_signals("zzz", [first, second, other], replace(NEUTRAL, file_diversity=0.5), now=NOW)
+    assert [(c.entity.name, s) for c, s in ranked] == [("a", 1.0), ("c", 0.8), ("b", 0.45)]
+    ranked = score_signals("zzz", [first, other], replace(NEUTRAL, file_coherence=1.1), now=NOW)
+    assert [s for _, s in ranked] == [1.0, 0.8]
+    ranked = score_signals("zzz", [first, second], replace(NEUTRAL, file_coherence=1.1), now=NOW)
+    assert [s for _, s in ranked] == pytest.approx([1.1, 0.99])
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("Flask", True), ("app.run", True), ("Foo::bar", True), ("run()", True), ("$store", True),
+    ("how does it run", False), ("", False), ("a-b", False),
+])
+def test_symbol_queries(query: str, expected: bool) -> None:
+    assert is_symbol_query(query) is expected
+
+
+class _Encoder:
+    def __init__(self, scores: list[float] | None) -> None:
+        self.scores = scores
+
+    def rerank(self, query: str, documents: object) -> list[float]:
+        if self.scores is None:
+            raise ConnectionError("provider down")
+        return self.scores
+
+
+def test_cross_encoder_order_and_fallback_on_error() -> None:
+    a, b = _candidate(name="a", score=1.0), _candidate(path="y.py", name="b", score=0.5)
+    ranked, error = rerank("q", [a, b], NEUTRAL, _Encoder([0.1, 0.9]))
+    assert [c.entity.name for c, _ in ranked] == ["b", "a"] and error is None
+    ranked, error = rerank("q", [a, b], NEUTRAL, _Encoder(None))
+    assert [c.entity.name for c, _ in ranked] == ["a", "b"]
+    assert error == "reranker failed: provider down"
+    ranked, error = rerank("q", [a, b], NEUTRAL, _Encoder([1.0]))
+    assert error is not None and "1 scores for 2" in error
