@@ -60,15 +60,13 @@ def _open(repo: Path, store: Path | None, config: Path | None) -> KnowCode:
 def _with_progress(run: Callable[[Callable[[int, int], None]], T]) -> T:
     columns = (TextColumn("parsing"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
                TaskProgressColumn(), TextColumn("{task.speed_text}"), TimeRemainingColumn())
-    # No refresh thread (auto_refresh=False): a thread-free process can fork its parser workers.
-    with Progress(*columns, console=stderr, transient=True, auto_refresh=False,
-                  disable=not stderr.is_terminal) as bar:
+    with Progress(*columns, console=stderr, transient=True, disable=not stderr.is_terminal) as bar:
         task = bar.add_task("parsing", total=None, speed_text="")
 
         def update(done: int, total: int) -> None:
             elapsed = bar.tasks[0].elapsed or 0.0
             speed = f"{done / elapsed:,.0f} files/s" if elapsed else ""
-            bar.update(task, completed=done, total=total, speed_text=speed, refresh=True)
+            bar.update(task, completed=done, total=total, speed_text=speed)
 
         return run(update)
 

@@ -7,14 +7,16 @@ they mention a name that a changed file defined before or defines now: no other 
 
 from __future__ import annotations
 
+import logging
 import os
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import partial
 from multiprocessing import get_all_start_methods, get_context
+from multiprocessing.context import BaseContext
 from pathlib import Path
 
 from knowcode.indexing.file_parser import FileFailure, ParsedFile, parse_file
@@ -23,6 +25,8 @@ from knowcode.indexing.scanner import ScannedFile, SkippedFile, scan
 from knowcode.indexing.tokenizer import TOKENIZER_VERSION
 from knowcode.models import FileRecord, RelationKind, Relationship
 from knowcode.storage.store import Store
+
+logger = logging.getLogger(__name__)
 
 PARALLEL_MIN_FILES = 64  # below this, starting worker processes costs more than it saves
 PARSE_CHUNKSIZE = 4  # files per task sent to a worker: amortises pickling, keeps the cores evenly busy
@@ -50,32 +54,44 @@ class IndexReport:
     seconds: float = 0.0
 
 
-def _start_method() -> str:
-    """Fork when it is safe: it skips re-importing the grammars in every worker (~0.4 s each), but
-    forking a process that runs other threads (a server, a progress bar) can deadlock the child."""
-    methods = get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1:
-        return "fork"
-    return "forkserver" if "forkserver" in methods else "spawn"
+def _worker_context() -> BaseContext:
+    """A forkserver that has imported the parsers once; workers fork from it, not from us.
+
+    Forking this process would copy the state of its threads (a progress bar's, a server's, the
+    Rust thread pool of the embedding tokenizer) into the workers and can hang or kill them.
+    """
+    if "forkserver" not in get_all_start_methods():
+        return get_context("spawn")
+    context = get_context("forkserver")
+    context.set_forkserver_preload([parse_file.__module__])
+    return context
 
 
 def _parse_all(root: Path, files: list[ScannedFile], workers: int,
                progress: ProgressCallback | None) -> Iterator[ParsedFile | FileFailure]:
     task = partial(parse_file, root)
-    if workers <= 1 or len(files) < PARALLEL_MIN_FILES:
-        results: Iterable[ParsedFile | FileFailure] = map(task, files)
-        executor = None
-    else:
-        executor = ProcessPoolExecutor(workers, mp_context=get_context(_start_method()))
-        results = executor.map(task, files, chunksize=PARSE_CHUNKSIZE)
-    try:
-        for done, result in enumerate(results, start=1):
-            if progress is not None:
-                progress(done, len(files))
-            yield result
-    finally:
-        if executor is not None:
+    done = 0
+    if workers > 1 and len(files) >= PARALLEL_MIN_FILES:
+        # Workers re-import the caller's main module (as with any spawned process), so a script
+        # without an `if __name__ == "__main__":` guard breaks the pool: finish serially then.
+        executor = ProcessPoolExecutor(workers, mp_context=_worker_context())
+        try:
+            for result in executor.map(task, files, chunksize=PARSE_CHUNKSIZE):
+                done += 1
+                if progress is not None:
+                    progress(done, len(files))
+                yield result
+            return
+        except BrokenProcessPool as err:
+            logger.warning("parser workers failed (%s); parsing the remaining files in this process", err)
+        finally:
             executor.shutdown(cancel_futures=True)
+    for scanned in files[done:]:
+        result = task(scanned)
+        done += 1
+        if progress is not None:
+            progress(done, len(files))
+        yield result
 
 
 def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: int = 0,

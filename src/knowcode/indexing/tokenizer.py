@@ -1,17 +1,22 @@
 """The code-aware tokenizer shared by indexing and querying (it is part of the index format).
 
 Identifiers are kept whole and also split into their camelCase / snake_case / kebab-case parts, all
-lower-cased: ``parseHTTPResponse`` -> ``parsehttpresponse parse http response``. Stop words are
-dropped from both sides, so natural-language questions match code on their content words.
+lower-cased, and words are reduced to their Snowball stems, so "serialization" meets ``serialize``:
+``parseHTTPResponses`` -> ``parsehttpresponses pars http respons``. A compound identifier is kept
+whole unstemmed, so an exact symbol still matches best. Stop words are dropped from both sides, so
+natural-language questions match code on their content words.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from functools import lru_cache
 
+import Stemmer
+
 # Bump when the output changes for any input: indexes built with another version are rebuilt.
-TOKENIZER_VERSION = 1
+TOKENIZER_VERSION = 2
 MIN_TOKEN_CHARS = 2  # single letters (loop variables, `x`) match everything and rank nothing
 MAX_TOKEN_CHARS = 64  # longer runs are hashes, base64 or minified noise
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*|\d+[A-Za-z_][A-Za-z0-9_]*")
@@ -26,14 +31,29 @@ STOP_WORDS = frozenset({
 })
 
 
+_local = threading.local()  # PyStemmer objects are not thread-safe: one per thread
+
+
+def _stem(word: str) -> str:
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    return str(stemmer.stemWord(word))
+
+
+def _keep(token: str) -> bool:
+    return MIN_TOKEN_CHARS <= len(token) <= MAX_TOKEN_CHARS and token not in STOP_WORDS
+
+
 @lru_cache(maxsize=1 << 16)
 def _identifier_tokens(identifier: str) -> tuple[str, ...]:
     whole = identifier.strip("_$").lower()
     parts = [p.lower() for p in _PARTS.findall(identifier)]
-    tokens = [whole] if whole else []
-    if len(parts) > 1:
-        tokens.extend(parts)
-    return tuple(t for t in tokens if MIN_TOKEN_CHARS <= len(t) <= MAX_TOKEN_CHARS and t not in STOP_WORDS)
+    if len(parts) <= 1:
+        return (_stem(whole),) if _keep(whole) else ()
+    tokens = [whole] if _keep(whole) else []
+    tokens.extend(_stem(part) for part in parts if _keep(part))
+    return tuple(tokens)
 
 
 def tokenize(text: str) -> list[str]:

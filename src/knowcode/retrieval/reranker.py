@@ -100,7 +100,7 @@ def _signal_factor(candidate: Candidate, query: str, words: set[str], signals: R
         parts = _symbol_parts(query)
         if entity.name == parts[-1] or entity.name.lower() == parts[-1].lower():
             factor *= signals.definition
-            if parts[-1].lower() in path_words or any(p.lower() in path_words for p in parts[:-1]):
+            if set(tokenize(" ".join(parts))) & path_words:
                 factor *= signals.definition_path
     else:
         if entity.name.lower() in words and len(entity.name) > 2:
