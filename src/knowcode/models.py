@@ -18,6 +18,7 @@ class EntityKind(str, Enum):
     TYPE = "type"
     FUNCTION = "function"
     METHOD = "method"
+    VARIABLE = "variable"  # a module-level assignment (Python), e.g. `g = LocalProxy(...)`
     SECTION = "section"  # a Markdown heading section
     KEY = "key"  # a top-level key of a YAML, TOML or JSON document
 

@@ -31,6 +31,11 @@ logger = logging.getLogger(__name__)
 PARALLEL_MIN_FILES = 64  # below this, starting worker processes costs more than it saves
 PARSE_CHUNKSIZE = 4  # files per task sent to a worker: amortises pickling, keeps the cores evenly busy
 
+# What a run extracts from a file (entities, chunks, tokens): bump PARSER_OUTPUT_VERSION whenever a
+# language query, the parser or the chunker changes its output; the tokenizer has its own version.
+PARSER_OUTPUT_VERSION = 2
+EXTRACTION_VERSION = f"{PARSER_OUTPUT_VERSION}.{TOKENIZER_VERSION}"
+EXTRACTION_VERSION_KEY = "extraction_version"
 # Meta key counting committed runs that changed chunks: derived indexes (BM25, vectors) record the
 # generation they were built from, so a reader can tell whether they are current.
 CONTENT_GENERATION_KEY = "content_generation"
@@ -111,8 +116,8 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
     scanned = scan(root, max_file_bytes)
     old = store.file_records()
     stale: list[str] = []
-    if old and store.meta().get("tokenizer_version") != str(TOKENIZER_VERSION):
-        stale, old = sorted(old), {}  # tokens would not match the query side: rebuild everything
+    if old and store.meta().get(EXTRACTION_VERSION_KEY) != EXTRACTION_VERSION:
+        stale, old = sorted(old), {}  # entities, chunks or tokens come out differently now: redo all
     current = {f.path: f for f in scanned.files}
     to_parse = [f for f in scanned.files
                 if f.path not in old or (old[f.path].size, old[f.path].mtime) != (f.size, f.mtime)]
@@ -145,7 +150,7 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
         changed = bool(fresh or gone or stale or failed.keys() & old.keys())
         generation = int(meta.get(CONTENT_GENERATION_KEY, "0")) + (1 if changed else 0)
         store.set_meta({"root": str(root.resolve()), "indexed_at": str(time.time()),
-                        "tokenizer_version": str(TOKENIZER_VERSION),
+                        EXTRACTION_VERSION_KEY: EXTRACTION_VERSION,
                         CONTENT_GENERATION_KEY: str(generation)})
     gone = sorted({*gone, *(path for path in failed if path in old)})
     return _report(old, fresh, gone, failed, scanned.skipped, len(current), started)

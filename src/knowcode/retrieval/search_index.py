@@ -25,6 +25,7 @@ from knowcode.storage.vector_store import VectorStore
 
 SEARCH_DIR_KEY = "search_dir"  # meta key: the folder holding the current search indexes
 SEARCH_GENERATION_KEY = "search_generation"  # meta key: the content generation they were built from
+SEARCH_PARAMS_KEY = "search_params"  # meta key: the BM25 parameters they were built with
 _SEARCH_PREFIX = "search-"
 _SPARSE = "sparse"
 _DENSE = "dense"
@@ -94,8 +95,10 @@ def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingPro
     generation = meta.get(CONTENT_GENERATION_KEY, "0")
     previous = _current_dir(store, store_dir)
     wanted = _spec_of(embedder) if embedder is not None else None
+    params = json.dumps({"k1": k1, "b": b})  # BM25 bakes them into its scores: a change rebuilds
     fresh = (previous is not None and previous.is_dir() and meta.get(SEARCH_GENERATION_KEY) == generation
-             and _read_embedding(previous) == wanted and not rebuild_vectors)
+             and meta.get(SEARCH_PARAMS_KEY) == params and _read_embedding(previous) == wanted
+             and not rebuild_vectors)
     if fresh:
         return False
     rows = store.connection.execute("SELECT id, tokens, index_text FROM chunks ORDER BY id").fetchall()
@@ -107,7 +110,8 @@ def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingPro
         _vectors(previous, embedder, chunk_ids, texts, rebuild_vectors).save(folder / _DENSE)
         (folder / _EMBEDDING_FILE).write_text(json.dumps(asdict(_spec_of(embedder))))
     with store.transaction():
-        store.set_meta({SEARCH_DIR_KEY: folder.name, SEARCH_GENERATION_KEY: generation})
+        store.set_meta({SEARCH_DIR_KEY: folder.name, SEARCH_GENERATION_KEY: generation,
+                        SEARCH_PARAMS_KEY: params})
     for stray in store_dir.glob(f"{_SEARCH_PREFIX}*"):
         if stray != folder and stray.is_dir():
             shutil.rmtree(stray, ignore_errors=True)

@@ -14,6 +14,8 @@ QUERY = r"""
 (method_definition name: [(property_identifier) (private_property_identifier)] @name) @definition.function
 (field_definition property: [(property_identifier) (private_property_identifier)] @name
   value: [(arrow_function) (function_expression)]) @definition.function
+(assignment_expression left: (member_expression object: (_) @receiver property: (property_identifier) @name)
+  right: [(arrow_function) (function_expression) (generator_function)]) @definition.function
 
 (call_expression function: (identifier) @name (#not-eq? @name "require")) @reference.call
 (call_expression function: (member_expression object: (_) @receiver
@@ -68,6 +70,7 @@ SPEC = LanguageSpec(
     grammar=tree_sitter_javascript.language,
     query=QUERY,
     shebangs=("node", "nodejs"),
-    wrapper_types=frozenset({"export_statement", "lexical_declaration", "variable_declaration"}),
+    wrapper_types=frozenset({"export_statement", "lexical_declaration", "variable_declaration",
+                             "expression_statement"}),
     self_names=frozenset({"this", "super"}),
 )

@@ -7,6 +7,7 @@ from knowcode.indexing.languages.base import LanguageSpec
 QUERY = r"""
 (class_definition name: (identifier) @name) @definition.class
 (function_definition name: (identifier) @name) @definition.function
+(module (expression_statement (assignment left: (identifier) @name)) @definition.variable)
 
 (call function: (identifier) @name) @reference.call
 (call function: (attribute object: (_) @receiver attribute: (identifier) @name)) @reference.call
