@@ -76,8 +76,13 @@ class KnowCode:
         finally:
             store.close()
         self._fresh = True
-        self._orchestrator = None  # the next query loads the new generation
+        self._drop_orchestrator()  # the next query loads the new generation
         return report
+
+    def _drop_orchestrator(self) -> None:
+        if self._orchestrator is not None:
+            self._orchestrator.close()
+        self._orchestrator = None
 
     def embedder(self) -> EmbeddingProvider | None:
         """The configured embedding provider (None when vectors are switched off), created once."""
@@ -123,10 +128,10 @@ class KnowCode:
 
     def close(self) -> None:
         """Release the read connection (the facade reopens it on the next query)."""
+        self._drop_orchestrator()
         if self._reader is not None:
             self._reader.close()
         self._reader = None
-        self._orchestrator = None
 
     def ensure_indexed(self) -> None:
         """Index once per facade, so the first query sees the current tree."""

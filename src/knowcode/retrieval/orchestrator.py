@@ -77,6 +77,11 @@ class RetrievalOrchestrator:
         self.top_k_multiplier = top_k_multiplier
         self.signals = signals
         self.cross_encoder = cross_encoder
+        self.hybrid = HybridIndex(self.index.sparse.search, self._dense, alpha=alpha)
+
+    def close(self) -> None:
+        """Release the hybrid index's threads."""
+        self.hybrid.close()
 
     def _dense(self, query: str, limit: int) -> list[tuple[str, float]]:
         if self.embedder is None or self.index.dense is None or self.index.embedding is None:
@@ -88,11 +93,10 @@ class RetrievalOrchestrator:
 
     def _fused(self, query: str, wanted: int, errors: list[str]) -> tuple[RetrievalMode, list[FusedCandidate],
                                                                          dict[str, int]]:
-        hybrid = HybridIndex(self.index.sparse.search, self._dense, alpha=self.alpha)
         if self.embedder is not None:
             try:
-                sparse_ids, dense_ids = hybrid.legs(query, wanted * CANDIDATE_FACTOR)
-                known = self.store.chunks_by_id({*sparse_ids, *dense_ids}).keys()
+                sparse_ids, dense_ids = self.hybrid.legs(query, wanted * CANDIDATE_FACTOR)
+                known = self.store.existing_chunk_ids(dense_ids)
                 fused = reciprocal_rank_fusion(sparse_ids, dense_ids, alpha=self.alpha, known=known,
                                                limit=wanted)
                 return RetrievalMode.HYBRID, fused, {"sparse": len(sparse_ids), "dense": len(dense_ids)}

@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Protocol
 
@@ -47,7 +48,7 @@ class RankingSignals:
     path_penalty: float = 0.5  # tests, examples, docs, benchmarks, compat shims, .d.ts
     reexport_penalty: float = 0.6  # module-level chunk of an __init__.py / index.ts re-export file
     file_coherence: float = 1.05  # per further candidate from the same file (at most 4)
-    file_diversity: float = 0.5  # per chunk of the same file already ranked above (bench sweep: 0.85 -> 0.5 +0.01)
+    file_diversity: float = 0.5  # per chunk of the same file ranked above (bench: 0.85 -> 0.5, +0.01)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,42 +74,57 @@ def is_symbol_query(query: str) -> bool:
     return bool(_SYMBOL_QUERY.match(query.strip()))
 
 
-def _symbol_parts(query: str) -> list[str]:
-    return [p for p in re.split(r"\.|::|#|->", query.strip().removesuffix("()")) if p]
+@dataclass(frozen=True)
+class _Query:
+    """What signal scoring reads from the query, computed once per query."""
+
+    lowered: str
+    words: frozenset[str]  # its tokens
+    symbol_words: frozenset[str] | None  # tokens of a symbol query's parts; None for word queries
+    symbol: str  # a symbol query's last part, lower-cased ("run" of "Engine.run")
+
+    @classmethod
+    def of(cls, query: str) -> _Query:
+        stripped = query.strip()
+        words = frozenset(tokenize(stripped))
+        if not is_symbol_query(stripped):
+            return cls(stripped.lower(), words, None, "")
+        parts = [p for p in re.split(r"\.|::|#|->", stripped.removesuffix("()")) if p]
+        return cls(stripped.lower(), words, frozenset(tokenize(" ".join(parts))), parts[-1].lower())
 
 
-def _path_words(path: str) -> set[str]:
+@lru_cache(maxsize=1 << 14)
+def _path_facts(path: str) -> tuple[frozenset[str], bool, bool]:
+    """(tokens of the file stem and its two parent folders, penalised path?, re-export file?)."""
     pure = PurePosixPath(path)
-    return set(tokenize(" ".join([pure.stem, *pure.parent.parts[-2:]])))
+    words = frozenset(tokenize(" ".join([pure.stem, *pure.parent.parts[-2:]])))
+    return words, bool(_PENALISED_PATH.search(path)), pure.name in _REEXPORT_FILES
 
 
-def _signal_factor(candidate: Candidate, query: str, words: set[str], signals: RankingSignals,
-                   now: float) -> float:
+def _signal_factor(candidate: Candidate, query: _Query, signals: RankingSignals, now: float) -> float:
     chunk, entity = candidate.chunk, candidate.entity
     factor = 1.0
     if entity.docstring:
         factor *= signals.docstring
     if now - candidate.mtime < RECENT_SECONDS:
         factor *= signals.recent
-    lowered = query.strip().lower()
-    if lowered and lowered in chunk.text.lower():
+    if query.lowered and query.lowered in chunk.text.lower():
         factor *= signals.substring
-    if lowered == entity.kind.value:
+    if query.lowered == entity.kind.value:
         factor *= signals.kind
-    path_words = _path_words(chunk.path)
-    if is_symbol_query(query):
-        parts = _symbol_parts(query)
-        if entity.name == parts[-1] or entity.name.lower() == parts[-1].lower():
+    path_words, penalised, reexport = _path_facts(chunk.path)
+    if query.symbol_words is not None:
+        if entity.name.lower() == query.symbol:
             factor *= signals.definition
-            if set(tokenize(" ".join(parts))) & path_words:
+            if query.symbol_words & path_words:
                 factor *= signals.definition_path
     else:
-        if entity.name.lower() in words and len(entity.name) > 2:
+        if len(entity.name) > 2 and entity.name.lower() in query.words:
             factor *= signals.name_match
-        factor *= signals.file_name ** min(2, len(words & path_words))
-    if _PENALISED_PATH.search(chunk.path):
+        factor *= signals.file_name ** min(2, len(query.words & path_words))
+    if penalised:
         factor *= signals.path_penalty
-    if PurePosixPath(chunk.path).name in _REEXPORT_FILES and entity.parent_id is None:
+    if reexport and entity.parent_id is None:
         factor *= signals.reexport_penalty
     return factor
 
@@ -124,13 +140,13 @@ def score_signals(query: str, candidates: Sequence[Candidate], signals: RankingS
     :return: (candidate, final score), best first.
     """
     clock = time.time() if now is None else now
-    words = set(tokenize(query))
+    facts = _Query.of(query)
     per_file = Counter(c.chunk.path for c in candidates)
     scored = []
     for candidate in candidates:
         coherence = signals.file_coherence ** min(4, per_file[candidate.chunk.path] - 1)
-        scored.append((candidate, candidate.score * coherence * _signal_factor(
-            candidate, query, words, signals, clock)))
+        factor = _signal_factor(candidate, facts, signals, clock)
+        scored.append((candidate, candidate.score * coherence * factor))
     scored.sort(key=lambda pair: -pair[1])
     seen: Counter[str] = Counter()
     diversified = []

@@ -204,6 +204,10 @@ class Store:
         found = self._select_in(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN", ids, lambda r: Chunk(*r))
         return {chunk.id: chunk for chunk in found}
 
+    def existing_chunk_ids(self, ids: Iterable[str]) -> set[str]:
+        """The given chunk ids that exist in the store."""
+        return set(self._select_in("SELECT id FROM chunks WHERE id IN", ids, lambda row: str(row[0])))
+
     def chunks_of_entities(self, entity_ids: Iterable[str]) -> list[Chunk]:
         """The chunks owned by the given entities, in file order."""
         found = self._select_in(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE entity_id IN", entity_ids,
@@ -218,12 +222,15 @@ class Store:
         return [Chunk(*row) for row in rows]
 
     def entities_named_like(self, text: str, limit: int) -> list[Entity]:
-        """Entities whose name or qualified name is `text`, or whose qualified name ends in `.text`."""
-        rows = self.connection.execute(
-            f"SELECT {_ENTITY_COLUMNS} FROM entities WHERE name = ? OR qualified_name = ? "
-            "OR qualified_name LIKE ? ESCAPE '\\' ORDER BY qualified_name = ? DESC, name = ? DESC, path "
-            "LIMIT ?", (text, text, "%." + text.replace("%", "\\%").replace("_", "\\_"), text, text, limit))
-        return [_entity(row) for row in rows]
+        """Entities whose name or qualified name is `text`, or whose qualified name ends in `.text`;
+        exact qualified names first, then exact names, then by path."""
+        last = text.replace("::", ".").rsplit(".", 1)[-1]
+        dotted = text.replace("::", ".")
+        rows = self.connection.execute(f"SELECT {_ENTITY_COLUMNS} FROM entities WHERE name = ?", (last,))
+        found = [e for e in map(_entity, rows) if e.name == text or e.qualified_name == dotted
+                 or e.qualified_name.endswith("." + dotted)]
+        found.sort(key=lambda e: (e.qualified_name != dotted, e.name != text, e.path, e.start_line))
+        return found[:limit]
 
     def chunks_containing(self, text: str, limit: int) -> list[Chunk]:
         """Chunks whose text contains `text` verbatim (case-sensitive), most occurrences first."""
