@@ -26,7 +26,7 @@ from knowcode.retrieval.hybrid_index import (
     HybridIndex,
     reciprocal_rank_fusion,
 )
-from knowcode.retrieval.reranker import Candidate, CrossEncoder, RankingSignals, is_symbol_query, rerank
+from knowcode.retrieval.reranker import Candidate, CrossEncoder, RankingSignals, mentioned_symbols, rerank
 from knowcode.retrieval.search_index import SearchIndex
 from knowcode.storage.store import Store
 
@@ -112,12 +112,12 @@ class RetrievalOrchestrator:
         scores = {f.chunk_id: f for f in fused}
         ids = list(scores)
         definitions: list[Entity] = []
-        if is_symbol_query(query) and self.signals.definition != 1.0:
-            # The definition of a queried symbol may rank low on words alone: bring it in, and let
+        if self.signals.definition != 1.0 or self.signals.mention != 1.0:
+            # The definition of a named symbol may rank low on words alone: bring it in, and let
             # the chunk that holds its signature speak for it (a class header is often packed
             # into the chunk of its first method).
-            symbol = query.strip().removesuffix("()")
-            definitions = self.store.entities_named_like(symbol, self.top_k_multiplier)
+            for symbol in mentioned_symbols(query):
+                definitions.extend(self.store.entities_named_like(symbol, self.top_k_multiplier))
             floor = min((f.score for f in fused), default=1.0 / RRF_K)
             for _, chunk in definition_chunks(self.store, definitions):
                 if chunk.id not in scores:

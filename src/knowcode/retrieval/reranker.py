@@ -30,6 +30,10 @@ _PENALISED_PATH = re.compile(
     r"(^|/)(tests?|__tests__|testing|spec|specs|examples?|samples?|docs?|benchmarks?|fixtures?)/"
     r"|(^|/)test_[^/]*$|_test\.[a-z]+$|\.(test|spec)\.[jt]sx?$|(^|/)conftest\.py$"
     r"|(^|/)_?compat[^/]*$|\.d\.ts$")
+# Words of a question that are code: dotted (`res.sendFile`), camelCase, PascalCase with two humps
+# (`ZodDefault`), snake_case. Plain words ("session") are left to BM25.
+_CODE_WORD = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|[a-z][a-z0-9]*[A-Z][\w$]*"
+                        r"|[A-Z][a-z0-9]+[A-Z][\w$]*|[A-Za-z][A-Za-z0-9]*_[\w$]+")
 _REEXPORT_FILES = frozenset({"__init__.py", "index.js", "index.ts", "mod.rs"})
 
 
@@ -43,6 +47,7 @@ class RankingSignals:
     kind: float = 2.0  # spec: the query is the chunk's entity kind ("class", "function", ...)
     definition: float = 3.0  # symbol query: the chunk's entity is named like the queried symbol
     definition_path: float = 1.5  # ... and the file (or its folder) is named like it too
+    mention: float = 2.0  # word query naming code (`app.set`, `parseUrl`, `max_retries`): its definition
     name_match: float = 1.3  # a query word names the chunk's entity (word queries)
     file_name: float = 1.25  # per query word naming the file or its folder (at most 2 words)
     path_penalty: float = 0.5  # tests, examples, docs, benchmarks, compat shims, .d.ts
@@ -74,6 +79,14 @@ def is_symbol_query(query: str) -> bool:
     return bool(_SYMBOL_QUERY.match(query.strip()))
 
 
+def mentioned_symbols(query: str) -> list[str]:
+    """The code names a question mentions: the whole query if it is a symbol, else its code words."""
+    stripped = query.strip()
+    if is_symbol_query(stripped):
+        return [stripped.removesuffix("()")]
+    return list(dict.fromkeys(m.strip(".") for m in _CODE_WORD.findall(stripped)))
+
+
 @dataclass(frozen=True)
 class _Query:
     """What signal scoring reads from the query, computed once per query."""
@@ -81,16 +94,18 @@ class _Query:
     lowered: str
     words: frozenset[str]  # its tokens
     symbol_words: frozenset[str] | None  # tokens of a symbol query's parts; None for word queries
-    symbol: str  # a symbol query's last part, lower-cased ("run" of "Engine.run")
+    symbol: str  # a symbol query's last part ("run" of "Engine.run")
+    mentions: tuple[str, ...]  # code words of a word query, lower-cased, with a leading dot
 
     @classmethod
     def of(cls, query: str) -> _Query:
         stripped = query.strip()
         words = frozenset(tokenize(stripped))
         if not is_symbol_query(stripped):
-            return cls(stripped.lower(), words, None, "")
+            mentions = tuple("." + m.lower() for m in mentioned_symbols(stripped))
+            return cls(stripped.lower(), words, None, "", mentions)
         parts = [p for p in re.split(r"\.|::|#|->", stripped.removesuffix("()")) if p]
-        return cls(stripped.lower(), words, frozenset(tokenize(" ".join(parts))), parts[-1].lower())
+        return cls(stripped.lower(), words, frozenset(tokenize(" ".join(parts))), parts[-1], ())
 
 
 @lru_cache(maxsize=1 << 14)
@@ -113,12 +128,18 @@ def _signal_factor(candidate: Candidate, query: _Query, signals: RankingSignals,
     if query.lowered == entity.kind.value:
         factor *= signals.kind
     path_words, penalised, reexport = _path_facts(chunk.path)
+    # A definition counts where it is written: in the chunk holding its first line, not in the
+    # chunks of its body further down.
+    defines = chunk.start_line <= entity.start_line <= chunk.end_line
     if query.symbol_words is not None:
-        if entity.name.lower() == query.symbol:
-            factor *= signals.definition
+        if defines and entity.name.lower() == query.symbol.lower():
+            # `Session` the class beats `session` the helper: a case-only match gets half the boost.
+            factor *= signals.definition if entity.name == query.symbol else signals.definition ** 0.5
             if query.symbol_words & path_words:
                 factor *= signals.definition_path
     else:
+        if defines and query.mentions and ("." + entity.qualified_name.lower()).endswith(query.mentions):
+            factor *= signals.mention
         if len(entity.name) > 2 and entity.name.lower() in query.words:
             factor *= signals.name_match
         factor *= signals.file_name ** min(2, len(query.words & path_words))
