@@ -46,6 +46,10 @@ class AppConfig:
     embedding_base_url: str = ""  # remote providers: the API root
     embedding_api_key_env: str = ""  # remote providers: the environment variable holding the key
     embedding_dimension: int = 0  # remote providers: vector size; 0 = learn it from the first reply
+    reranker_provider: str = "none"  # spec: Reranking — none (signal scoring only) or voyage (cross-encoder)
+    reranker_model: str = ""  # voyage: the rerank model; empty = rerank-2.5
+    reranker_base_url: str = ""  # voyage: the API root; empty = https://api.voyageai.com/v1
+    reranker_api_key_env: str = ""  # voyage: the environment variable holding the key; empty = VOYAGE_API_KEY
     ranking: RankingSignals = field(default_factory=RankingSignals)  # [ranking] table: signal factors
 
 

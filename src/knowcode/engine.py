@@ -8,8 +8,10 @@ from knowcode.config import AppConfig, default_store_dir, load_config
 from knowcode.indexing import IndexReport, index_repository
 from knowcode.indexing.indexer import ProgressCallback
 from knowcode.models import IndexStats, SearchResults
+from knowcode.retrieval.cross_encoders import create_cross_encoder
 from knowcode.retrieval.embeddings import EmbeddingProvider, create_embedding_provider
 from knowcode.retrieval.orchestrator import RetrievalOrchestrator, RetrievalResult, validate_query
+from knowcode.retrieval.reranker import CrossEncoder
 from knowcode.retrieval.search_index import load_search_index, update_search_index
 from knowcode.storage import Store
 
@@ -32,6 +34,8 @@ class KnowCode:
         self._fresh = False
         self._embedder: EmbeddingProvider | None = None
         self._embedder_loaded = False
+        self._cross_encoder: CrossEncoder | None = None
+        self._cross_encoder_loaded = False
         self._reader: Store | None = None
         self._orchestrator: RetrievalOrchestrator | None = None
 
@@ -95,6 +99,16 @@ class KnowCode:
             self._embedder_loaded = True
         return self._embedder
 
+    def cross_encoder(self) -> CrossEncoder | None:
+        """The configured reranking provider (None: signal scoring only), created once."""
+        if not self._cross_encoder_loaded:
+            config = self.config
+            self._cross_encoder = create_cross_encoder(
+                config.reranker_provider, model=config.reranker_model or None,
+                base_url=config.reranker_base_url or None, api_key_env=config.reranker_api_key_env or None)
+            self._cross_encoder_loaded = True
+        return self._cross_encoder
+
     def orchestrator(self) -> RetrievalOrchestrator:
         """The retrieval orchestrator over the current index (indexing first if needed)."""
         self.ensure_indexed()
@@ -105,7 +119,7 @@ class KnowCode:
             self._orchestrator = RetrievalOrchestrator(
                 self._reader, load_search_index(self._reader, self.store_dir), self.embedder(),
                 alpha=config.hybrid_alpha, top_k_multiplier=config.reranker_top_k_multiplier,
-                signals=config.ranking)
+                signals=config.ranking, cross_encoder=self.cross_encoder())
         return self._orchestrator
 
     def retrieve(self, query: str, *, limit_entities: int = 3, max_tokens: int = 6000,

@@ -19,3 +19,7 @@ class EmbeddingError(KnowCodeError):
 
 class EmbeddingMismatchError(KnowCodeError):
     """The index holds vectors from another embedding model than the one configured now."""
+
+
+class RerankerError(KnowCodeError):
+    """A cross-encoder reranking provider failed: a remote API, its reply or its settings."""

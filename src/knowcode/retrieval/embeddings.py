@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import enum
 import json
-import os
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +19,17 @@ import numpy as np
 import numpy.typing as npt
 
 from knowcode.errors import EmbeddingError, EmbeddingMismatchError
+from knowcode.retrieval.remote_http import (
+    ERROR_BODY_CHARS,
+    REMOTE_MAX_RETRIES,
+    REMOTE_RETRY_BACKOFF_SECONDS,
+    REMOTE_TIMEOUT_SECONDS,
+    LazyHttpClient,
+    api_key_headers,
+    post_json,
+)
 
 if TYPE_CHECKING:
-    import httpx
     from model2vec import StaticModel
 
 Vectors = npt.NDArray[np.float32]
@@ -37,14 +43,7 @@ STATIC_MAX_TOKENS = 512  # model2vec's default; a 1,500-character code chunk is 
 STATIC_BATCH_SIZE = 1024  # model2vec's encode default; it batches internally
 
 REMOTE_BATCH_SIZE = 128  # texts per request: under Voyage's 1,000 and OpenAI's 2,048, ~50k tokens of chunks
-REMOTE_TIMEOUT_SECONDS = 60.0  # read timeout per request; a 128-text batch usually answers in seconds
-REMOTE_CONNECT_TIMEOUT_SECONDS = 10.0  # an unreachable host fails fast
-REMOTE_MAX_RETRIES = 2  # retries of 429, 5xx and connection errors, as the OpenAI SDK does by default
-REMOTE_RETRY_BACKOFF_SECONDS = 1.0  # first wait; doubles per retry (a Retry-After header wins, capped)
-REMOTE_MAX_RETRY_AFTER_SECONDS = 30.0  # never sleep longer than this on one Retry-After
-RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})  # transient, per the OpenAI SDK's rules
 DIMENSION_PROBE_TEXT = "dimension probe"  # embedded once when a remote dimension is neither set nor seen
-ERROR_BODY_CHARS = 300  # how much of an error reply a message quotes
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI_DEFAULT_MODEL = "text-embedding-3-small"  # OpenAI's cheapest current embedding model
@@ -52,7 +51,6 @@ OPENAI_API_KEY_ENV = "OPENAI_API_KEY"  # the variable OpenAI's own SDK reads
 VOYAGE_BASE_URL = "https://api.voyageai.com/v1"
 VOYAGE_DEFAULT_MODEL = "voyage-code-3"  # Voyage's code retrieval model
 VOYAGE_API_KEY_ENV = "VOYAGE_API_KEY"  # the variable Voyage's own SDK reads
-REMOTE_INSTALL_HINT = "pip install 'knowcode[remote]'"
 
 
 class EmbeddingProviderName(str, enum.Enum):
@@ -209,8 +207,7 @@ class _RemoteEmbeddingProvider:
         self.max_retries = max_retries
         self.retry_backoff = retry_backoff
         self._dimension = dimension
-        self._client: httpx.Client | None = None
-        self._lock = threading.Lock()
+        self._http = LazyHttpClient(f"the {self.provider} embedding provider", timeout)
 
     @property
     def dimension(self) -> int:
@@ -224,33 +221,12 @@ class _RemoteEmbeddingProvider:
         return {"model": self.model, "input": texts}
 
     def _headers(self) -> dict[str, str]:
-        if self.api_key_env is None:
-            return {}
-        key = os.environ.get(self.api_key_env, "").strip()
-        if not key:
-            raise EmbeddingError(
-                f"environment variable {self.api_key_env} is not set: put the {self.provider} API key in it, "
-                "or name another variable with the embedding_api_key_env setting")
-        return {"Authorization": f"Bearer {key}"}
-
-    def _http(self) -> httpx.Client:
-        with self._lock:
-            if self._client is None:
-                try:
-                    import httpx
-                except ImportError as err:
-                    raise ImportError(f"the {self.provider} embedding provider needs httpx: "
-                                      f"{REMOTE_INSTALL_HINT}") from err
-                timeout = httpx.Timeout(self.timeout, connect=REMOTE_CONNECT_TIMEOUT_SECONDS)
-                self._client = httpx.Client(timeout=timeout)
-            return self._client
+        return api_key_headers(self.api_key_env, provider=self.provider, setting="embedding_api_key_env",
+                               error=EmbeddingError)
 
     def close(self) -> None:
         """Close the HTTP connection pool (a later request opens a new one)."""
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+        self._http.close()
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
         """Embed texts in batches of `batch_size` requests.
@@ -268,38 +244,11 @@ class _RemoteEmbeddingProvider:
         return l2_normalize(np.concatenate(batches))
 
     def _post(self, texts: list[str], query: bool) -> Vectors:
-        client, headers, url = self._http(), self._headers(), f"{self.base_url}/embeddings"
-        import httpx  # installed: _http() checked
-
-        for attempt in range(self.max_retries + 1):
-            last = attempt == self.max_retries
-            try:
-                reply = client.post(url, json=self._body(texts, query), headers=headers)
-            except httpx.HTTPError as err:
-                if last:  # `from None`: the httpx error holds the request, and so the key, in its chain
-                    raise EmbeddingError(f"{self.provider} embeddings request to {url} failed: "
-                                         f"{type(err).__name__}: {err}") from None
-                time.sleep(self.retry_backoff * float(1 << attempt))
-                continue
-            if reply.status_code in RETRY_STATUSES and not last:
-                time.sleep(self._retry_wait(reply, attempt))
-                continue
-            if reply.status_code != 200:
-                body = reply.text[:ERROR_BODY_CHARS]
-                key = headers.get("Authorization", "").removeprefix("Bearer ")
-                if key:  # a server may echo what it was sent: never let the key reach a message or log
-                    body = body.replace(key, "***")
-                raise EmbeddingError(f"{self.provider} embeddings request to {url} failed with HTTP "
-                                     f"{reply.status_code}: {body}")
-            return self._parse(reply.content, len(texts), url)
-        raise AssertionError("unreachable: the last attempt returns or raises")
-
-    def _retry_wait(self, reply: httpx.Response, attempt: int) -> float:
-        try:
-            wait = float(reply.headers.get("retry-after", ""))
-        except ValueError:
-            return self.retry_backoff * float(1 << attempt)
-        return min(max(wait, 0.0), REMOTE_MAX_RETRY_AFTER_SECONDS)
+        client, headers, url = self._http.get(), self._headers(), f"{self.base_url}/embeddings"
+        content = post_json(client, url, self._body(texts, query), headers,
+                            what=f"{self.provider} embeddings", error=EmbeddingError,
+                            max_retries=self.max_retries, retry_backoff=self.retry_backoff)
+        return self._parse(content, len(texts), url)
 
     def _parse(self, content: bytes, count: int, url: str) -> Vectors:
         """Read ``{"data": [{"embedding": [...], "index": i}, ...]}`` (OpenAI's shape, also Voyage's)."""

@@ -31,6 +31,10 @@ _SPARSE = "sparse"
 _DENSE = "dense"
 _EMBEDDING_FILE = "embedding.json"
 EMBED_BATCH = 1024  # chunks per provider call: bounds memory, amortises per-call overhead
+# The dense leg embeds the head of each chunk's index text (path, qualified name, signature,
+# docstring): tokenizing is most of the embedding cost, and on the public benchmark 400 characters
+# scored as well as whole chunks (NDCG@10 0.851 vs 0.851) at ~3x the speed.
+DENSE_TEXT_CHARS = 400
 
 
 @dataclass
@@ -106,7 +110,7 @@ def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingPro
     folder = store_dir / f"{_SEARCH_PREFIX}{generation}-{secrets.token_hex(4)}"
     SparseIndex.build(chunk_ids, [row[1] for row in rows], k1=k1, b=b).save(folder / _SPARSE)
     if embedder is not None:
-        texts = {row[0]: row[2] for row in rows}
+        texts = {row[0]: row[2][:DENSE_TEXT_CHARS] for row in rows}
         _vectors(previous, embedder, chunk_ids, texts, rebuild_vectors).save(folder / _DENSE)
         (folder / _EMBEDDING_FILE).write_text(json.dumps(asdict(_spec_of(embedder))))
     with store.transaction():

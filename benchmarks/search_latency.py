@@ -1,0 +1,118 @@
+"""Warm query latency of `KnowCode.search` on a large index (~20,000 chunks), beside plain BM25.
+
+The corpus is the installed standard library (offline on every machine), trimmed to about the
+target chunk count. Each query runs once to warm up, then `--repeats` times; medians and p95 are
+reported. The baseline, measured in the same run on the same chunks, is bm25s alone (its own
+tokenizer, no fusion or ranking), so the ratio shows what hybrid retrieval and reranking cost.
+
+    python benchmarks/search_latency.py [--chunks 20000] [--repeats 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+import bm25s
+
+import knowcode
+
+RESULTS = Path(__file__).parent / "results"
+# Questions and symbols about the standard library: words, identifiers and dotted names.
+QUERIES = (
+    "how are http cookies parsed", "JSONDecoder", "thread pool executor shutdown", "parse command line arguments",
+    "email header encoding", "how does asyncio schedule callbacks", "ZipFile", "tarfile extraction filter",
+    "logging handler that rotates files", "urllib.parse.urlsplit", "xml element tree iteration",
+    "csv dialect sniffing", "how is a subprocess pipe read without deadlock", "dataclass field defaults",
+    "Path.glob", "socket timeout handling", "sqlite3 row factory", "decimal rounding modes",
+    "unittest test discovery", "how are import hooks found", "shutil copytree ignore patterns",
+    "OrderedDict move_to_end", "ssl context certificate verification", "gzip stream decompression",
+    "inspect signature of a callable", "multiprocessing queue feeder thread", "configparser interpolation",
+    "textwrap fill paragraph", "datetime timezone conversion", "random sample without replacement",
+)
+
+
+def _corpus(dest: Path, chunk_target: int) -> Path:
+    """Copy standard-library packages and modules (no tests) until ~chunk_target chunks (~1 per 21 lines)."""
+    lib = Path(sysconfig.get_paths()["stdlib"])
+    dest.mkdir(parents=True)
+    budget = chunk_target * 21  # measured: ~21 lines per chunk on this corpus
+    lines = 0
+    skip = shutil.ignore_patterns("test", "tests", "idle_test", "__pycache__", "*.pyc")
+    for entry in sorted(lib.iterdir()):
+        if lines >= budget or entry.name in {"site-packages", "test", "idlelib", "lib2to3", "ensurepip"}:
+            continue
+        if entry.is_dir() and (entry / "__init__.py").exists():
+            shutil.copytree(entry, dest / entry.name, ignore=skip)
+        elif entry.suffix == ".py":
+            shutil.copy2(entry, dest / entry.name)
+        else:
+            continue
+        copied = dest / entry.name
+        files = copied.rglob("*.py") if copied.is_dir() else [copied]
+        lines += sum(path.read_bytes().count(b"\n") for path in files)
+    return dest
+
+
+def _timed(run: object, repeats: int) -> list[float]:
+    samples = []
+    for query in QUERIES:
+        run(query)  # type: ignore[operator]
+        for _ in range(repeats):
+            started = time.perf_counter()
+            run(query)  # type: ignore[operator]
+            samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def main() -> None:
+    """Index the corpus, time both methods, print and record the medians."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=20_000, help="approximate index size")
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--out", type=Path, default=RESULTS / "search_latency.json")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = _corpus(Path(tmp) / "corpus", args.chunks)
+        kc = knowcode.open(root, store=Path(tmp) / "store")
+        started = time.perf_counter()
+        kc.index()
+        index_seconds = time.perf_counter() - started
+        stats = kc.stats()
+        store = kc.open_store()
+        chunks = store.chunks()
+        store.close()
+        retriever = bm25s.BM25()
+        retriever.index(bm25s.tokenize([c.text for c in chunks], show_progress=False), show_progress=False)
+
+        def baseline(query: str) -> None:
+            tokens = [t for t in bm25s.tokenize(query, return_ids=False, show_progress=False)[0]
+                      if t in retriever.vocab_dict]
+            if tokens:
+                retriever.retrieve([tokens], k=10, show_progress=False)
+
+        rows = {"knowcode search": _timed(lambda q: kc.search(q, limit=10), args.repeats),
+                "bm25s baseline": _timed(baseline, args.repeats)}
+    result = {
+        "measured_at": time.strftime("%Y-%m-%d %H:%M"), "files": stats.files, "lines": stats.lines,
+        "chunks": stats.chunks, "index_seconds": round(index_seconds, 2), "queries": len(QUERIES),
+        "repeats": args.repeats,
+        "methods": {name: {"p50_ms": round(statistics.median(s), 2),
+                           "p95_ms": round(statistics.quantiles(s, n=20)[-1], 2)} for name, s in rows.items()},
+    }
+    knowcode_p50 = result["methods"]["knowcode search"]["p50_ms"]  # type: ignore[index]
+    baseline_p50 = result["methods"]["bm25s baseline"]["p50_ms"]  # type: ignore[index]
+    result["p50_ratio_vs_baseline"] = round(knowcode_p50 / baseline_p50, 2)
+    print(json.dumps(result, indent=2))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
