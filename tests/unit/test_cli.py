@@ -257,3 +257,93 @@ def test_store_with_newer_schema_fails(runner: CliRunner, repo: Path, store: Pat
         assert connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
     finally:
         connection.close()
+
+
+# --- search ---------------------------------------------------------------------------------------
+
+SEARCH_HIT_KEYS = {"path", "start_line", "end_line", "score", "entity_id", "name", "qualified_name", "kind",
+                   "source"}
+
+
+def test_search_text_output(runner: CliRunner, repo: Path, store: Path) -> None:
+    result = run(runner, "search", "area", "--repo", repo, "--store", store)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert "shapes.py:1-3" in lines[0]  # path:start-end
+    assert "shapes.Circle.area" in lines[0]  # the entity
+    assert "method" in lines[0]
+    assert any(line.strip() == "def area(self) -> float:" for line in lines)  # a snippet line
+    assert lines[-1] == "mode: hybrid"
+
+
+def test_search_text_output_without_results(runner: CliRunner, repo: Path, store: Path) -> None:
+    result = run(runner, "search", '"no_such_name"', "--repo", repo, "--store", store)
+    assert result.exit_code == 0, result.output
+    assert "nothing matched" in result.stdout
+    assert "no results" in result.stdout
+    assert "mode: exact" in result.stdout
+
+
+def test_search_json(runner: CliRunner, repo: Path, store: Path) -> None:
+    data = run_json(runner, "search", "area", "--repo", repo, "--store", store, "--json")
+    assert set(data) == {"query", "mode", "errors", "hits"}
+    assert data["query"] == "area"
+    assert data["mode"] == "hybrid"
+    assert data["errors"] == []
+    assert data["hits"]
+    for hit in data["hits"]:
+        assert set(hit) == SEARCH_HIT_KEYS  # no source text, signature or docstring
+        assert type(hit["start_line"]) is int and type(hit["end_line"]) is int
+        assert 1 <= hit["start_line"] <= hit["end_line"]
+        assert isinstance(hit["score"], float)
+    first = data["hits"][0]
+    assert (first["path"], first["start_line"], first["end_line"]) == ("shapes.py", 1, 3)
+    assert (first["name"], first["qualified_name"], first["kind"]) == ("area", "shapes.Circle.area", "method")
+    assert "return 3.14" not in json.dumps(data)
+
+
+def test_search_json_exact_query_and_limit(runner: CliRunner, repo: Path, store: Path) -> None:
+    data = run_json(runner, "search", '"Circle"', "--repo", repo, "--store", store, "--json", "--limit", "1")
+    assert data["query"] == '"Circle"'
+    assert data["mode"] == "exact"
+    assert [(h["qualified_name"], h["kind"], h["source"]) for h in data["hits"]] == [
+        ("shapes.Circle", "class", "exact")]
+
+
+def test_search_json_nothing_matched(runner: CliRunner, repo: Path, store: Path) -> None:
+    data = run_json(runner, "search", '"no_such_name"', "--repo", repo, "--store", store, "--json")
+    assert data["hits"] == []
+    assert len(data["errors"]) == 1 and "nothing matched" in data["errors"][0]
+
+
+@pytest.mark.parametrize("query", ["", "   "])
+def test_search_empty_query_is_bad_input(runner: CliRunner, repo: Path, store: Path, query: str) -> None:
+    result = run(runner, "search", query, "--repo", repo, "--store", store)
+    assert result.exit_code == EXIT_BAD_INPUT == 2
+    assert "query is empty" in result.stderr
+    assert result.stdout == ""
+    assert "Traceback" not in result.output
+    assert not store.exists()
+
+
+@pytest.mark.parametrize("limit", ["0", "1001", "-1"])
+def test_search_limit_out_of_range_is_bad_input(
+        runner: CliRunner, repo: Path, store: Path, limit: str) -> None:
+    result = run(runner, "search", "area", "--repo", repo, "--store", store, "--limit", limit)
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert "limit must be between 1 and 1000" in result.stderr
+    assert result.stdout == ""
+
+
+def test_search_missing_repo_is_bad_input(runner: CliRunner, tmp_path: Path, store: Path) -> None:
+    result = run(runner, "search", "area", "--repo", tmp_path / "no-such-repo", "--store", store)
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert "does not exist" in result.stderr
+
+
+def test_search_help(runner: CliRunner) -> None:
+    result = run(runner, "search", "--help")
+    assert result.exit_code == 0
+    for option in ("--repo", "--limit", "--store", "--json", "--config"):
+        assert option in result.stdout
+    assert "search" in run(runner, "--help").stdout

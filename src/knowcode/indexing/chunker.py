@@ -64,7 +64,9 @@ class _Chunker:
         if start > end:
             return
         text = "\n".join(self.lines[start - 1:end])
-        chunk_id = stable_id(self.path, str(start), str(end), entity.id)
+        # The text is part of the id: an edit that keeps the lines still makes a new chunk, so
+        # nothing derived from the old text (a vector) is ever reused for it.
+        chunk_id = stable_id(self.path, str(start), str(end), entity.id, text)
         index_text = f"{self.path}\n{entity.qualified_name}\n{text}"
         self.chunks.append(Chunk(chunk_id, self.path, entity.id, start, end, text, index_text,
                                  " ".join(tokenize(index_text))))

@@ -58,7 +58,9 @@ def validate_query(query: str, limit: int) -> None:
 
     :raises ValueError: an empty or blank query, or a limit outside 1..MAX_LIMIT.
     """
-    if not query or not query.strip():
+    stripped = query.strip() if query else ""
+    if not stripped or (len(stripped) >= 2 and stripped[0] == stripped[-1] in "\"'`"
+                        and not stripped[1:-1].strip()):
         raise ValueError("the query is empty: pass some words, an identifier or a \"quoted name\"")
     if not 1 <= limit <= MAX_LIMIT:
         raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")

@@ -1,0 +1,411 @@
+"""Retrieval routing (spec "Retrieval routing"): exact, hybrid and lexical modes, de-duplication,
+dependency expansion and the per-entity token budget, on real tiny repositories."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+import knowcode
+from knowcode.engine import KnowCode
+from knowcode.models import RetrievalMode, SearchHit
+from knowcode.retrieval.embeddings import EmbeddingProvider, StaticEmbeddingProvider, Vectors
+from knowcode.retrieval.orchestrator import (
+    MAX_LIMIT,
+    PER_ENTITY_TOKEN_CAP,
+    RetrievalOrchestrator,
+    RetrievalResult,
+    per_entity_token_budget,
+    validate_query,
+)
+from knowcode.retrieval.reranker import CrossEncoder, RankingSignals
+from knowcode.retrieval.search_index import load_search_index
+from knowcode.storage import Store
+from tests.conftest import SAMPLE_REPO, write_tree
+
+NO_MATCH = "nothing matched"
+
+
+class FailingEmbedder:
+    """A dense provider that looks like the static one but fails on every call."""
+
+    provider = "static"
+    model = "failing-model"
+    dimension = 256
+    normalized = True
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
+        raise RuntimeError("embedding backend exploded")
+
+
+class FailingCrossEncoder:
+    def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
+        raise ConnectionError("reranker offline")
+
+
+@pytest.fixture(scope="module")
+def sample_kc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowCode]:
+    """The shared sample repository, indexed once for the read-only tests of this module."""
+    base = tmp_path_factory.mktemp("orchestrator")
+    root = write_tree(base / "repo", SAMPLE_REPO)
+    engine = knowcode.open(root, store=base / "store")
+    engine.index()
+    yield engine
+    engine.close()
+
+
+def _orchestrator(kc: KnowCode, embedder: EmbeddingProvider | None,
+                  cross_encoder: CrossEncoder | None = None) -> Iterator[RetrievalOrchestrator]:
+    store = Store.open(kc.store_dir, create=False)
+    orchestrator = RetrievalOrchestrator(store, load_search_index(store, kc.store_dir), embedder,
+                                         alpha=0.2, top_k_multiplier=5, signals=RankingSignals(),
+                                         cross_encoder=cross_encoder)
+    try:
+        yield orchestrator
+    finally:
+        orchestrator.close()
+        store.close()
+
+
+@pytest.fixture
+def failing_dense(sample_kc: KnowCode) -> Iterator[RetrievalOrchestrator]:
+    yield from _orchestrator(sample_kc, FailingEmbedder())
+
+
+def _names(hits: Sequence[SearchHit]) -> list[str]:
+    return [hit.qualified_name for hit in hits]
+
+
+# --- per-entity token budget --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("max_tokens", "limit", "expected"), [
+    (6000, 3, 2000),
+    (3000, 3, 1000),
+    (10, 3, 3),
+    (1, 5, 1),
+    (0, 1, 1),
+    (100000, 1, 2000),
+    (6001, 3, 2000),
+    (5999, 3, 1999),
+    (2000, 1, 2000),
+    (2001, 1, 2000),
+    (1999, 1, 1999),
+    (600, 3, 200),  # no 200-token floor (BL-29) ...
+    (599, 3, 199),  # ... so below it the budget keeps shrinking
+    (4, 5, 1),
+    (0, 1000, 1),
+])
+def test_per_entity_token_budget(max_tokens: int, limit: int, expected: int) -> None:
+    assert per_entity_token_budget(max_tokens, limit) == expected
+
+
+def test_per_entity_token_budget_is_the_spec_formula_everywhere() -> None:
+    assert PER_ENTITY_TOKEN_CAP == 2000
+    for max_tokens in (0, 1, 2, 7, 199, 200, 1999, 2000, 2001, 6000, 60000, 10**7):
+        for limit in (1, 2, 3, 7, 10, 1000):
+            assert per_entity_token_budget(max_tokens, limit) == max(1, min(2000, max_tokens // limit))
+
+
+def test_result_carries_the_budget(sample_kc: KnowCode) -> None:
+    assert sample_kc.retrieve("helper", limit_entities=3, max_tokens=3000).per_entity_budget == 1000
+    assert sample_kc.retrieve("helper", limit_entities=3).per_entity_budget == 2000  # 6000 // 3
+    assert sample_kc.retrieve("helper", limit_entities=2, max_tokens=5).per_entity_budget == 2
+
+
+# --- validation ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\t\n "])
+def test_blank_query_is_rejected(query: str) -> None:
+    with pytest.raises(ValueError, match="empty"):
+        validate_query(query, 3)
+
+
+@pytest.mark.parametrize("limit", [0, -1, MAX_LIMIT + 1, 1001, 10**6])
+def test_limit_out_of_range_is_rejected(limit: int) -> None:
+    assert MAX_LIMIT == 1000
+    with pytest.raises(ValueError, match=str(limit)):
+        validate_query("helper", limit)
+
+
+@pytest.mark.parametrize("limit", [1, MAX_LIMIT])
+def test_limit_bounds_are_accepted(limit: int) -> None:
+    validate_query("helper", limit)
+
+
+@pytest.mark.parametrize(("query", "limit"), [("", 3), ("  ", 3), ("helper", 0), ("helper", 1001)])
+def test_retrieve_validates_before_indexing(tmp_path: Path, sample_repo: Path, query: str,
+                                            limit: int) -> None:
+    kc = knowcode.open(sample_repo, store=tmp_path / "store")
+    with pytest.raises(ValueError):
+        kc.retrieve(query, limit_entities=limit)
+    assert not (tmp_path / "store").exists()  # rejected before any work
+
+
+@pytest.mark.parametrize(("query", "limit"), [("", 3), ("helper", 0), ("helper", 1001)])
+def test_orchestrator_validates_too(failing_dense: RetrievalOrchestrator, query: str, limit: int) -> None:
+    with pytest.raises(ValueError):
+        failing_dense.retrieve(query, limit_entities=limit)
+
+
+# --- routing ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query", ['"helper"', "'helper'", "`helper`", '  "helper" '])
+def test_quoted_query_goes_to_the_exact_engine(sample_kc: KnowCode, query: str) -> None:
+    result = sample_kc.retrieve(query, limit_entities=5)
+    assert result.mode is RetrievalMode.EXACT
+    assert result.errors == ()
+    assert result.hits
+    assert {hit.source for hit in result.hits} == {"exact"}
+    assert result.hits[0].qualified_name == "pkg.util.helper"
+    assert result.hits[0].kind == "function"
+    assert result.legs == {}  # neither leg ran
+
+
+def test_exact_hits_are_ranked_by_position(sample_kc: KnowCode) -> None:
+    hits = sample_kc.retrieve('"helper"', limit_entities=5).hits
+    assert _names(hits) == ["pkg.util.helper", "pkg.core"]  # the definition, then the call site's chunk
+    assert hits[0].score > hits[1].score > 0
+
+
+def test_normal_query_is_hybrid_with_the_static_embedder(sample_kc: KnowCode) -> None:
+    assert isinstance(sample_kc.embedder(), StaticEmbeddingProvider)
+    result = sample_kc.retrieve("helper", limit_entities=3)
+    assert result.mode is RetrievalMode.HYBRID
+    assert result.errors == ()
+    assert set(result.legs) == {"sparse", "dense"}
+    assert result.legs["sparse"] > 0 and result.legs["dense"] > 0
+    assert result.hits[0].qualified_name == "pkg.util.helper"
+    assert result.hits[0].source == "hybrid"  # found by both legs
+    assert {hit.source for hit in result.hits} <= {"hybrid", "sparse", "dense"}
+    assert result.candidates >= len(result.hits)
+
+
+def test_failing_dense_leg_falls_back_to_keywords(failing_dense: RetrievalOrchestrator) -> None:
+    result = failing_dense.retrieve("helper", limit_entities=3)
+    assert result.mode is RetrievalMode.LEXICAL
+    assert len(result.errors) == 1
+    assert "embedding backend exploded" in result.errors[0]
+    assert "semantic retrieval failed" in result.errors[0]
+    assert result.hits  # never a silent empty result
+    assert result.hits[0].qualified_name == "pkg.util.helper"
+    assert {hit.source for hit in result.hits} == {"sparse"}
+    assert set(result.legs) == {"sparse"}
+
+
+def test_failing_dense_leg_uses_the_querys_keywords(failing_dense: RetrievalOrchestrator) -> None:
+    result = failing_dense.retrieve("how does the slugify function work?", limit_entities=3)
+    assert result.mode is RetrievalMode.LEXICAL
+    assert any("def slugify" in hit.text for hit in result.hits)
+
+
+def test_failing_dense_leg_does_not_affect_exact_queries(failing_dense: RetrievalOrchestrator) -> None:
+    result = failing_dense.retrieve('"slugify"', limit_entities=3)
+    assert result.mode is RetrievalMode.EXACT
+    assert result.errors == ()
+    assert result.hits[0].qualified_name == "pkg.util.slugify"
+
+
+def test_monkeypatched_dense_failure_is_recorded(sample_kc: KnowCode,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    def explode(self: StaticEmbeddingProvider, texts: Sequence[str], *, query: bool = False) -> Vectors:
+        raise OSError("model file vanished")
+
+    sample_kc.close()  # a fresh orchestrator after the patch
+    monkeypatch.setattr(StaticEmbeddingProvider, "embed", explode)
+    try:
+        result = sample_kc.retrieve("slugify", limit_entities=2)
+    finally:
+        sample_kc.close()
+    assert result.mode is RetrievalMode.LEXICAL
+    assert any("model file vanished" in error for error in result.errors)
+    assert result.hits[0].qualified_name == "pkg.util.slugify"
+
+
+def test_switched_off_vectors_are_lexical_without_error(sample_kc: KnowCode) -> None:
+    for orchestrator in _orchestrator(sample_kc, None):
+        result = orchestrator.retrieve("helper", limit_entities=2)
+        assert result.mode is RetrievalMode.LEXICAL
+        assert result.errors == ()
+        assert result.hits[0].qualified_name == "pkg.util.helper"
+
+
+def test_failing_reranker_degrades_to_signals(sample_kc: KnowCode) -> None:
+    for orchestrator in _orchestrator(sample_kc, sample_kc.embedder(), cross_encoder=FailingCrossEncoder()):
+        result = orchestrator.retrieve("helper", limit_entities=2)
+        assert result.mode is RetrievalMode.HYBRID
+        assert any("reranker failed" in error and "reranker offline" in error for error in result.errors)
+        assert result.hits[0].qualified_name == "pkg.util.helper"
+
+
+# --- nothing matched ----------------------------------------------------------------------------------
+
+
+def _assert_explained_empty(result: RetrievalResult) -> None:
+    assert result.hits == ()
+    assert result.dependencies == ()
+    assert any(NO_MATCH in error for error in result.errors)
+
+
+def test_exact_query_matching_nothing_is_explained(sample_kc: KnowCode) -> None:
+    result = sample_kc.retrieve('"no_such_symbol_anywhere"')
+    assert result.mode is RetrievalMode.EXACT
+    _assert_explained_empty(result)
+    assert len(result.errors) == 1
+
+
+def test_lexical_query_matching_nothing_is_explained(failing_dense: RetrievalOrchestrator) -> None:
+    result = failing_dense.retrieve("zyzzyva quokka")
+    assert result.mode is RetrievalMode.LEXICAL
+    _assert_explained_empty(result)
+    assert len(result.errors) == 2  # the dense failure and the empty result, both kept
+    assert "embedding backend exploded" in result.errors[0]
+
+
+def test_keyword_only_query_matching_nothing_is_explained(sample_kc: KnowCode) -> None:
+    for orchestrator in _orchestrator(sample_kc, None):
+        _assert_explained_empty(orchestrator.retrieve("zyzzyva quokka"))
+
+
+@pytest.mark.parametrize("query", ['""', "''", '"   "'])
+def test_empty_quoted_query_is_rejected(sample_kc: KnowCode, query: str) -> None:
+    with pytest.raises(ValueError):
+        sample_kc.retrieve(query)
+
+
+# --- de-duplication -----------------------------------------------------------------------------------
+
+# crunch() is ~120 lines, so it is cut into several chunks, all owned by crunch.
+CRUNCH_PY = "def crunch(value):\n" + "".join(
+    f"    value = frobnicate(value, {i})  # pass {i}\n" for i in range(120)) + "    return value\n"
+DEDUP_REPO = {
+    "crunch.py": CRUNCH_PY,
+    "frob.py": "def frobnicate(value, step):\n    return value + step\n",
+    "other.py": "def describe():\n    return 'frobnicate adds a step'\n",
+    "extra.py": "def frobnicate_twice(value):\n    return value * 2\n",
+}
+
+
+@pytest.fixture(scope="module")
+def dedup_kc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowCode]:
+    base = tmp_path_factory.mktemp("dedup")
+    engine = knowcode.open(write_tree(base / "repo", DEDUP_REPO), store=base / "store")
+    engine.index()
+    yield engine
+    engine.close()
+
+
+def test_large_entity_has_several_chunks(dedup_kc: KnowCode) -> None:
+    store = dedup_kc.open_store()
+    try:
+        [crunch] = [e for e in store.entities_named_like("crunch", 5) if e.qualified_name == "crunch.crunch"]
+        assert len(store.chunks_of_entities([crunch.id])) >= 3
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("query", ["frobnicate", '"frobnicate"', "crunch frobnicate value"])
+@pytest.mark.parametrize("limit", [1, 2, 3, 10])
+def test_hits_are_unique_entities_up_to_the_limit(dedup_kc: KnowCode, query: str, limit: int) -> None:
+    result = dedup_kc.retrieve(query, limit_entities=limit, expand_deps=False)
+    ids = [hit.entity_id for hit in result.hits]
+    assert len(ids) == len(set(ids))
+    assert 1 <= len(ids) <= limit
+    assert result.candidates >= len(ids)
+
+
+def test_many_chunks_of_one_entity_collapse_to_one_hit(dedup_kc: KnowCode) -> None:
+    result = dedup_kc.retrieve('"frobnicate"', limit_entities=10, expand_deps=False)
+    assert result.candidates > len(result.hits)  # crunch's chunks were candidates, once each ...
+    assert _names(result.hits).count("crunch.crunch") == 1  # ... and one hit
+    assert _names(result.hits)[0] == "frob.frobnicate"  # the definition first
+
+
+def test_limit_cuts_the_ranked_unique_list(dedup_kc: KnowCode) -> None:
+    everything = _names(dedup_kc.retrieve('"frobnicate"', limit_entities=10, expand_deps=False).hits)
+    assert len(everything) >= 3
+    for limit in range(1, len(everything) + 1):
+        cut = dedup_kc.retrieve('"frobnicate"', limit_entities=limit, expand_deps=False)
+        assert _names(cut.hits) == everything[:limit]
+
+
+# --- dependency expansion -----------------------------------------------------------------------------
+
+
+def test_dependencies_are_the_hits_one_hop_callees(sample_kc: KnowCode) -> None:
+    result = sample_kc.retrieve('"Engine.run"', limit_entities=1, expand_deps=True)
+    assert _names(result.hits) == ["pkg.core.Engine.run"]
+    deps = result.dependencies
+    assert set(_names(deps)) == {"pkg.core.Base.start", "pkg.util.helper", "pkg.util.slugify"}
+    assert deps[0].qualified_name == "pkg.core.Base.start"  # called first (line 13)
+    assert {hit.source for hit in deps} == {"dependency"}
+    assert all(hit.score == 0.0 for hit in deps)
+    assert not {hit.entity_id for hit in deps} & {hit.entity_id for hit in result.hits}
+    for hit in deps:  # each dependency hit shows its callee's code
+        assert f"def {hit.name}" in hit.text
+
+
+def test_no_dependencies_without_expansion(sample_kc: KnowCode) -> None:
+    result = sample_kc.retrieve('"Engine.run"', limit_entities=1, expand_deps=False)
+    assert _names(result.hits) == ["pkg.core.Engine.run"]
+    assert result.dependencies == ()
+
+
+def test_callees_are_not_expanded_transitively(sample_kc: KnowCode) -> None:
+    result = sample_kc.retrieve('"show"', limit_entities=1)
+    assert _names(result.hits) == ["web.app.App.show"]
+    assert _names(result.dependencies) == ["web.view.render"]
+
+
+def test_entity_without_resolved_callees_has_no_dependencies(sample_kc: KnowCode) -> None:
+    result = sample_kc.retrieve('"helper"', limit_entities=1)
+    assert _names(result.hits) == ["pkg.util.helper"]
+    assert result.dependencies == ()
+
+
+def _function(name: str, calls: str, marker: bool) -> str:
+    """A function of ~700 characters: three of them do not fit one chunk, so each gets its own."""
+    padding = "".join(f"    step_{i} = {i}  # padding line {i} of the {name} function\n" for i in range(14))
+    comment = "    # MARKER\n" if marker else ""
+    return f"def {name}():\n{comment}{padding}    return {calls}\n\n\n"
+
+
+CALLS_REPO = {
+    "calls.py": (_function("leaf", "1", marker=False) + _function("middle", "leaf()", marker=True)
+                 + _function("top", "middle() + leaf()", marker=True)),
+}
+
+
+@pytest.fixture(scope="module")
+def calls_kc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowCode]:
+    base = tmp_path_factory.mktemp("calls")
+    engine = knowcode.open(write_tree(base / "repo", CALLS_REPO), store=base / "store")
+    engine.index()
+    yield engine
+    engine.close()
+
+
+def test_callee_that_is_already_a_hit_is_not_a_dependency(calls_kc: KnowCode) -> None:
+    result = calls_kc.retrieve('"MARKER"', limit_entities=5)
+    assert set(_names(result.hits)) == {"calls.top", "calls.middle"}
+    assert _names(result.dependencies) == ["calls.leaf"]  # middle is top's callee but already a hit
+    [leaf] = result.dependencies
+    assert (leaf.source, leaf.score) == ("dependency", 0.0)
+
+
+def test_each_callee_appears_once(calls_kc: KnowCode) -> None:
+    result = calls_kc.retrieve('"top"', limit_entities=1)
+    assert _names(result.hits) == ["calls.top"]
+    assert _names(result.dependencies) == ["calls.middle", "calls.leaf"]  # in call order, leaf once
+
+
+def test_hybrid_results_are_expanded_too(calls_kc: KnowCode) -> None:
+    result = calls_kc.retrieve("top", limit_entities=1)
+    assert result.mode is RetrievalMode.HYBRID
+    assert _names(result.hits) == ["calls.top"]
+    assert set(_names(result.dependencies)) == {"calls.middle", "calls.leaf"}
+    assert all(hit.score == 0.0 for hit in result.dependencies)
