@@ -24,10 +24,12 @@ import bm25s
 import knowcode
 
 RESULTS = Path(__file__).parent / "results"
+SKIPPED = {"site-packages", "idlelib", "lib2to3", "ensurepip"}  # third-party, GUI, deprecated, wheels
 # Questions and symbols about the standard library: words, identifiers and dotted names.
 QUERIES = (
-    "how are http cookies parsed", "JSONDecoder", "thread pool executor shutdown", "parse command line arguments",
-    "email header encoding", "how does asyncio schedule callbacks", "ZipFile", "tarfile extraction filter",
+    "how are http cookies parsed", "JSONDecoder", "thread pool executor shutdown",
+    "parse command line arguments", "email header encoding", "how does asyncio schedule callbacks",
+    "ZipFile", "tarfile extraction filter",
     "logging handler that rotates files", "urllib.parse.urlsplit", "xml element tree iteration",
     "csv dialect sniffing", "how is a subprocess pipe read without deadlock", "dataclass field defaults",
     "Path.glob", "socket timeout handling", "sqlite3 row factory", "decimal rounding modes",
@@ -39,24 +41,20 @@ QUERIES = (
 
 
 def _corpus(dest: Path, chunk_target: int) -> Path:
-    """Copy standard-library packages and modules (no tests) until ~chunk_target chunks (~1 per 21 lines)."""
+    """Copy standard-library Python files, in path order, until ~chunk_target chunks (~1 per 21 lines)."""
     lib = Path(sysconfig.get_paths()["stdlib"])
-    dest.mkdir(parents=True)
     budget = chunk_target * 21  # measured: ~21 lines per chunk on this corpus
     lines = 0
-    skip = shutil.ignore_patterns("test", "tests", "idle_test", "__pycache__", "*.pyc")
-    for entry in sorted(lib.iterdir()):
-        if lines >= budget or entry.name in {"site-packages", "test", "idlelib", "lib2to3", "ensurepip"}:
+    for source in sorted(lib.rglob("*.py")):
+        relative = source.relative_to(lib)
+        if relative.parts[0] in SKIPPED or "__pycache__" in relative.parts:
             continue
-        if entry.is_dir() and (entry / "__init__.py").exists():
-            shutil.copytree(entry, dest / entry.name, ignore=skip)
-        elif entry.suffix == ".py":
-            shutil.copy2(entry, dest / entry.name)
-        else:
-            continue
-        copied = dest / entry.name
-        files = copied.rglob("*.py") if copied.is_dir() else [copied]
-        lines += sum(path.read_bytes().count(b"\n") for path in files)
+        target = dest / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+        lines += source.read_bytes().count(b"\n")
+        if lines >= budget:
+            break
     return dest
 
 
@@ -103,8 +101,9 @@ def main() -> None:
         "measured_at": time.strftime("%Y-%m-%d %H:%M"), "files": stats.files, "lines": stats.lines,
         "chunks": stats.chunks, "index_seconds": round(index_seconds, 2), "queries": len(QUERIES),
         "repeats": args.repeats,
-        "methods": {name: {"p50_ms": round(statistics.median(s), 2),
-                           "p95_ms": round(statistics.quantiles(s, n=20)[-1], 2)} for name, s in rows.items()},
+        "methods": {name: {"p50_ms": round(statistics.median(samples), 2),
+                           "p95_ms": round(statistics.quantiles(samples, n=20)[-1], 2)}
+                    for name, samples in rows.items()},
     }
     knowcode_p50 = result["methods"]["knowcode search"]["p50_ms"]  # type: ignore[index]
     baseline_p50 = result["methods"]["bm25s baseline"]["p50_ms"]  # type: ignore[index]

@@ -59,5 +59,6 @@ class SparseIndex:
             return []
         scores = self.retriever.get_scores(tokens)
         top = np.argpartition(-scores, min(limit, len(scores) - 1))[:limit]
-        ranked = sorted(top, key=lambda i: (-scores[i], i))
-        return [(self.chunk_ids[i], float(scores[i])) for i in ranked if scores[i] > 0]
+        top = top[scores[top] > 0]
+        ranked = top[np.lexsort((top, -scores[top]))]  # by score, ties by row: deterministic
+        return [(self.chunk_ids[i], float(scores[i])) for i in ranked.tolist()]

@@ -52,5 +52,5 @@ class VectorStore:
         scores = self.matrix @ query.astype(np.float32)
         count = min(limit, len(scores))
         top = np.argpartition(-scores, count - 1)[:count]
-        ranked = sorted(top, key=lambda i: (-scores[i], i))
-        return [(self.chunk_ids[i], float(scores[i])) for i in ranked]
+        ranked = top[np.lexsort((top, -scores[top]))]  # by score, ties by row: deterministic
+        return [(self.chunk_ids[i], float(scores[i])) for i in ranked.tolist()]
