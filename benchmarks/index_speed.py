@@ -6,6 +6,9 @@ parsing alone (no queries, chunks, resolution or storage), so the ratio shows wh
 
     python benchmarks/index_speed.py                      # the installed standard library subset
     python benchmarks/index_speed.py --corpus DIR ...     # any folders, e.g. the bench corpus
+
+Besides the entity graph and chunks (`cold`), it times the whole `knowcode index` (BM25 and vectors
+too) with the default static embedding model and with vectors off, to show what the dense leg costs.
 """
 
 from __future__ import annotations
@@ -49,13 +52,25 @@ if mode == "parse-only":
         lines += data.count(b"\n")
     seconds = time.perf_counter() - started
     files = None
+elif mode in ("search", "search-no-dense"):
+    from dataclasses import replace
+    import knowcode
+    config = knowcode.AppConfig()
+    if mode == "search-no-dense":
+        config = replace(config, embedding_provider="none")
+    engine = knowcode.open(Path(root), store=Path(store_dir), config=config)
+    started = time.perf_counter()
+    report = engine.index()
+    seconds = time.perf_counter() - started
+    lines, files = report.parsed_lines, report.parsed_files
 else:
     from knowcode.indexing import index_repository
     from knowcode.storage import Store
     store = Store.open(Path(store_dir))
     if mode == "incremental":
         path = Path(root) / changed
-        path.write_text(path.read_text() + "\n\ndef _bench_added():\n    return None\n")
+        edit = "\n\ndef _bench_added():\n    return None\n" if path.suffix == ".py" else "\n// edited\n"
+        path.write_text(path.read_text() + edit)
     started = time.perf_counter()
     report = index_repository(Path(root), store, max_file_bytes=1 << 20)
     seconds = time.perf_counter() - started
@@ -83,9 +98,11 @@ def _stdlib_corpus(dest: Path) -> Path:
     return dest
 
 
-def _largest_python_file(root: Path) -> str:
-    files = sorted(root.rglob("*.py"), key=lambda p: p.stat().st_size)
-    return files[len(files) // 2].relative_to(root).as_posix()  # a median-sized file, not an outlier
+def _median_code_file(root: Path) -> str:
+    """A median-sized code file of the corpus: the one the incremental run edits."""
+    code = [p for p in root.rglob("*") if p.suffix in {".py", ".ts", ".js"}]
+    files = sorted(code, key=lambda p: p.stat().st_size)
+    return files[len(files) // 2].relative_to(root).as_posix()
 
 
 def measure(name: str, source: Path | None, repeats: int) -> dict[str, object]:
@@ -96,13 +113,15 @@ def measure(name: str, source: Path | None, repeats: int) -> dict[str, object]:
             _stdlib_corpus(root)
         else:
             shutil.copytree(source, root)
-        changed = _largest_python_file(root)
-        cold, incremental, parse_only = [], [], []
+        changed = _median_code_file(root)
+        cold, incremental, parse_only, search, search_no_dense = [], [], [], [], []
         for i in range(repeats):
             store = Path(tmp) / f"store{i}"
             cold.append(_run("cold", root, store))
             incremental.append(_run("incremental", root, store, changed))
             parse_only.append(_run("parse-only", root, store))
+            search.append(_run("search", root, Path(tmp) / f"search{i}"))
+            search_no_dense.append(_run("search-no-dense", root, Path(tmp) / f"plain{i}"))
     cold_s = statistics.median(r["seconds"] for r in cold)
     lines = cold[0]["lines"]
     parse_s = statistics.median(r["seconds"] for r in parse_only)
@@ -115,6 +134,10 @@ def measure(name: str, source: Path | None, repeats: int) -> dict[str, object]:
         "incremental_ms": round(1000 * statistics.median(r["seconds"] for r in incremental), 1),
         "baseline_parse_only_seconds": round(parse_s, 3),
         "cold_vs_parse_only": round(cold_s / parse_s, 2),
+        # the whole `knowcode index` (graph, chunks, BM25 and vectors) with and without the dense leg
+        "with_search_seconds": round(statistics.median(r["seconds"] for r in search), 3),
+        "no_dense_seconds": round(no_dense_s := statistics.median(r["seconds"] for r in search_no_dense), 3),
+        "dense_overhead": round(statistics.median(r["seconds"] for r in search) / no_dense_s - 1, 3),
     }
 
 
@@ -128,7 +151,8 @@ def main() -> None:
     rows = [measure("stdlib-subset", None, args.repeats)]
     rows += [measure(folder.name, folder, args.repeats) for folder in args.corpus]
     header = ("corpus", "files", "lines", "cold_seconds", "cold_lines_per_s", "cold_files_per_s",
-              "cold_peak_mib", "incremental_ms", "baseline_parse_only_seconds", "cold_vs_parse_only")
+              "cold_peak_mib", "incremental_ms", "baseline_parse_only_seconds", "cold_vs_parse_only",
+              "with_search_seconds", "no_dense_seconds", "dense_overhead")
     print(" | ".join(header))
     for row in rows:
         print(" | ".join(str(row[h]) for h in header))
