@@ -141,6 +141,13 @@ def measure(name: str, source: Path | None, repeats: int) -> dict[str, object]:
     }
 
 
+def _name(folder: Path) -> str:
+    """A readable corpus name: the folder, or its nearest ancestor not named like a source root."""
+    generic = {"src", "lib", "package", "corpus"}
+    named = next((p.name for p in (folder, *folder.parents) if p.name and p.name not in generic), folder.name)
+    return named
+
+
 def main() -> None:
     """Run the benchmark and write benchmarks/results/index_speed.json."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -149,7 +156,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "index_speed.json")
     args = parser.parse_args()
     rows = [measure("stdlib-subset", None, args.repeats)]
-    rows += [measure(folder.name, folder, args.repeats) for folder in args.corpus]
+    rows += [measure(_name(folder), folder, args.repeats) for folder in args.corpus]
     header = ("corpus", "files", "lines", "cold_seconds", "cold_lines_per_s", "cold_files_per_s",
               "cold_peak_mib", "incremental_ms", "baseline_parse_only_seconds", "cold_vs_parse_only",
               "with_search_seconds", "no_dense_seconds", "dense_overhead")
