@@ -4,7 +4,7 @@ import tree_sitter_javascript
 
 from knowcode.indexing.languages.base import LanguageSpec
 
-QUERY = r"""
+DEFINITIONS = r"""
 (class_declaration name: (identifier) @name) @definition.class
 (variable_declarator name: (identifier) @name value: (class)) @definition.class
 (function_declaration name: (identifier) @name) @definition.function
@@ -14,23 +14,30 @@ QUERY = r"""
 (method_definition name: [(property_identifier) (private_property_identifier)] @name) @definition.function
 (field_definition property: [(property_identifier) (private_property_identifier)] @name
   value: [(arrow_function) (function_expression)]) @definition.function
+"""
+
+# Shared with TypeScript, whose grammar extends this one: assignments of functions to members
+# (`app.set = function set() {}`), calls, ES imports and CommonJS `require`.
+MEMBER_FUNCTIONS = r"""
 (assignment_expression left: (member_expression object: (_) @receiver property: (property_identifier) @name)
   right: [(arrow_function) (function_expression) (generator_function)]) @definition.function
-
+"""
+CALLS = r"""
 (call_expression function: (identifier) @name (#not-eq? @name "require")) @reference.call
 (call_expression function: (member_expression object: (_) @receiver
   property: [(property_identifier) (private_property_identifier)] @name)) @reference.call
 (new_expression constructor: (identifier) @name) @reference.call
 (new_expression constructor: (member_expression object: (_) @receiver
   property: (property_identifier) @name)) @reference.call
-
+"""
+# A capitalised JSX element is a component used like a call.
+JSX_CALLS = r"""
 (jsx_opening_element name: (identifier) @name (#match? @name "^[A-Z]")) @reference.call
 (jsx_self_closing_element name: (identifier) @name (#match? @name "^[A-Z]")) @reference.call
 (jsx_opening_element name: (member_expression object: (_) @receiver property: (_) @name)) @reference.call
 (jsx_self_closing_element name: (member_expression object: (_) @receiver property: (_) @name)) @reference.call
-
-(class_heritage [(identifier) (member_expression)] @name) @reference.inherits
-
+"""
+ES_IMPORTS = r"""
 (import_statement (import_clause (identifier) @import.alias)
   source: (string (string_fragment) @import.module)) @reference.import
 (import_statement (import_clause (namespace_import (identifier) @import.alias))
@@ -43,7 +50,8 @@ QUERY = r"""
 ((import_statement source: (string (string_fragment) @import.module)) @reference.import
   (#match? @reference.import "^import\\s*[\"']"))
 (export_statement source: (string (string_fragment) @import.module)) @reference.import
-
+"""
+REQUIRES = r"""
 (variable_declarator name: (identifier) @import.alias
   value: (call_expression function: (identifier) @_require
     arguments: (arguments . (string (string_fragment) @import.module)))
@@ -53,6 +61,9 @@ QUERY = r"""
   value: (call_expression function: (identifier) @_require
     arguments: (arguments . (string (string_fragment) @import.module)))
   (#eq? @_require "require")) @reference.import
+"""
+JS_ONLY = r"""
+(class_heritage [(identifier) (member_expression)] @name) @reference.inherits
 (variable_declarator
   name: (object_pattern (pair_pattern key: (property_identifier) @import.name
                                       value: (identifier) @import.alias))
@@ -63,6 +74,7 @@ QUERY = r"""
     arguments: (arguments . (string (string_fragment) @import.module)))
   (#eq? @_require "require")) @reference.import
 """
+QUERY = DEFINITIONS + MEMBER_FUNCTIONS + CALLS + JSX_CALLS + ES_IMPORTS + REQUIRES + JS_ONLY
 
 SPEC = LanguageSpec(
     name="javascript",

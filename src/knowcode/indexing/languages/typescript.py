@@ -2,9 +2,10 @@
 
 import tree_sitter_typescript
 
+from knowcode.indexing.languages import javascript
 from knowcode.indexing.languages.base import LanguageSpec
 
-QUERY = r"""
+DEFINITIONS = r"""
 (class_declaration name: (type_identifier) @name) @definition.class
 (abstract_class_declaration name: (type_identifier) @name) @definition.class
 (variable_declarator name: (identifier) @name value: (class)) @definition.class
@@ -25,53 +26,18 @@ QUERY = r"""
 (abstract_method_signature name: (property_identifier) @name) @definition.function
 (public_field_definition name: [(property_identifier) (private_property_identifier)] @name
   value: [(arrow_function) (function_expression)]) @definition.function
-
-(call_expression function: (identifier) @name (#not-eq? @name "require")) @reference.call
-(call_expression function: (member_expression object: (_) @receiver
-  property: [(property_identifier) (private_property_identifier)] @name)) @reference.call
-(new_expression constructor: (identifier) @name) @reference.call
-(new_expression constructor: (member_expression object: (_) @receiver
-  property: (property_identifier) @name)) @reference.call
-
+"""
+TS_ONLY = r"""
 (extends_clause value: [(identifier) (member_expression)] @name) @reference.inherits
 (implements_clause [(type_identifier) (nested_type_identifier)] @name) @reference.inherits
 (implements_clause (generic_type name: (_) @name)) @reference.inherits
 (extends_type_clause type: [(type_identifier) (nested_type_identifier)] @name) @reference.inherits
 (extends_type_clause type: (generic_type name: (_) @name)) @reference.inherits
-
-(import_statement (import_clause (identifier) @import.alias)
-  source: (string (string_fragment) @import.module)) @reference.import
-(import_statement (import_clause (namespace_import (identifier) @import.alias))
-  source: (string (string_fragment) @import.module)) @reference.import
-(import_statement (import_clause (named_imports (import_specifier name: (_) @import.name !alias)))
-  source: (string (string_fragment) @import.module)) @reference.import
-(import_statement (import_clause (named_imports (import_specifier name: (_) @import.name
-  alias: (identifier) @import.alias)))
-  source: (string (string_fragment) @import.module)) @reference.import
-((import_statement source: (string (string_fragment) @import.module)) @reference.import
-  (#match? @reference.import "^import\\s*[\"']"))
 (import_statement (import_require_clause (identifier) @import.alias
   source: (string (string_fragment) @import.module))) @reference.import
-(export_statement source: (string (string_fragment) @import.module)) @reference.import
-
-(variable_declarator name: (identifier) @import.alias
-  value: (call_expression function: (identifier) @_require
-    arguments: (arguments . (string (string_fragment) @import.module)))
-  (#eq? @_require "require")) @reference.import
-(variable_declarator
-  name: (object_pattern (shorthand_property_identifier_pattern) @import.name)
-  value: (call_expression function: (identifier) @_require
-    arguments: (arguments . (string (string_fragment) @import.module)))
-  (#eq? @_require "require")) @reference.import
 """
-
-# TSX adds JSX: a capitalised element is a component used like a call.
-JSX_QUERY = r"""
-(jsx_opening_element name: (identifier) @name (#match? @name "^[A-Z]")) @reference.call
-(jsx_self_closing_element name: (identifier) @name (#match? @name "^[A-Z]")) @reference.call
-(jsx_opening_element name: (member_expression object: (_) @receiver property: (_) @name)) @reference.call
-(jsx_self_closing_element name: (member_expression object: (_) @receiver property: (_) @name)) @reference.call
-"""
+QUERY = DEFINITIONS + javascript.MEMBER_FUNCTIONS + javascript.CALLS + javascript.ES_IMPORTS + \
+    javascript.REQUIRES + TS_ONLY
 
 _WRAPPERS = frozenset({"export_statement", "lexical_declaration", "variable_declaration",
                        "ambient_declaration", "expression_statement"})
@@ -90,7 +56,7 @@ TSX = LanguageSpec(
     name="tsx",
     extensions=(".tsx",),
     grammar=tree_sitter_typescript.language_tsx,
-    query=QUERY + JSX_QUERY,
+    query=QUERY + javascript.JSX_CALLS,
     wrapper_types=_WRAPPERS,
     self_names=frozenset({"this", "super"}),
 )
