@@ -173,3 +173,28 @@ class SearchResults(list[SearchHit]):
         super().__init__(hits)
         self.mode = mode
         self.errors = errors
+
+
+class TaskType(str, Enum):
+    """What a question asks for (spec: Query classification); decides the context template."""
+
+    EXPLAIN = "explain"
+    DEBUG = "debug"
+    EXTEND = "extend"
+    REVIEW = "review"
+    LOCATE = "locate"
+    GENERAL = "general"
+
+
+class Verbosity(str, Enum):
+    """How much a context response carries (spec: Context synthesis, verbosity ladder), in order."""
+
+    MINIMAL = "minimal"  # context, sufficiency, tokens, reduction summary
+    STANDARD = "standard"  # + query, mode, truncation
+    VERBOSE = "verbose"  # + evidence
+    DIAGNOSTIC = "diagnostic"  # tests only: everything
+
+    @property
+    def level(self) -> int:
+        """Position on the ladder, so levels compare (`verbosity.level >= Verbosity.STANDARD.level`)."""
+        return list(Verbosity).index(self)
