@@ -149,10 +149,6 @@ class Store:
             "SELECT path, language, content_hash, size, mtime, line_count FROM files")
         return {row[0]: FileRecord(*row) for row in rows}
 
-    def entities_in_files(self, paths: Iterable[str]) -> list[Entity]:
-        """The entities of the given files."""
-        return self._select_in(f"SELECT {_ENTITY_COLUMNS} FROM entities WHERE path IN", paths, _entity)
-
     def entity_names_by_file(self, paths: Iterable[str]) -> dict[str, set[str]]:
         """The entity names each of the given files defines."""
         found: dict[str, set[str]] = {}
@@ -320,11 +316,6 @@ class Store:
             "AND path = ? AND line = ? AND target_id IS ?",
             ((n.target_id, o.source_id, o.kind.value, o.target_name, o.path, o.line, o.target_id)
              for o, n in zip(old, new, strict=True) if o.target_id != n.target_id))
-
-    def touch_files(self, files: Iterable[FileRecord]) -> None:
-        """Record a new modification time for files whose content did not change."""
-        self.connection.executemany("UPDATE files SET mtime = ?, size = ? WHERE path = ?",
-                                    ((f.mtime, f.size, f.path) for f in files))
 
     def replace_skipped(self, skipped: dict[str, str]) -> None:
         """Replace the list of files the run left out."""
