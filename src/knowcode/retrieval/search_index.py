@@ -102,7 +102,11 @@ def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingPro
     generation = meta.get(CONTENT_GENERATION_KEY, "0")
     previous = _current_dir(store, store_dir)
     wanted = _spec_of(embedder) if embedder is not None else None
-    params = json.dumps({"k1": k1, "b": b})  # BM25 bakes them into its scores: a change rebuilds
+    # BM25 bakes k1 and b into its scores, and a vector is only valid for the text it embedded:
+    # a change of either rebuilds (vectors are re-embedded when the embedded text changed).
+    params = json.dumps({"k1": k1, "b": b, "dense_text_chars": DENSE_TEXT_CHARS})
+    recorded_params = json.loads(meta.get(SEARCH_PARAMS_KEY) or "{}")
+    same_dense_text = recorded_params.get("dense_text_chars") == DENSE_TEXT_CHARS
     fresh = (previous is not None and previous.is_dir() and meta.get(SEARCH_GENERATION_KEY) == generation
              and meta.get(SEARCH_PARAMS_KEY) == params and _read_embedding(previous) == wanted
              and not rebuild_vectors)
@@ -115,7 +119,7 @@ def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingPro
         # Embedding (model load, Rust tokenizer) overlaps the BM25 build (numpy).
         vectors = pool.submit(_vectors, previous, embedder, chunk_ids,
                               {row[0]: row[2][:DENSE_TEXT_CHARS] for row in rows},
-                              rebuild_vectors) if embedder is not None else None
+                              rebuild_vectors or not same_dense_text) if embedder is not None else None
         SparseIndex.build(chunk_ids, [row[1] for row in rows], k1=k1, b=b).save(folder / _SPARSE)
         if vectors is not None and embedder is not None:
             vectors.result().save(folder / _DENSE)

@@ -14,8 +14,10 @@ import pytest
 
 from knowcode.errors import EmbeddingMismatchError, StoreError
 from knowcode.indexing import index_repository
+from knowcode.retrieval import search_index
 from knowcode.retrieval.embeddings import EmbeddingSpec, Vectors
 from knowcode.retrieval.search_index import (
+    DENSE_TEXT_CHARS,
     SEARCH_DIR_KEY,
     SEARCH_GENERATION_KEY,
     SEARCH_PARAMS_KEY,
@@ -113,7 +115,7 @@ def test_first_build_writes_one_folder_and_records_it(build: Build, store: Store
     assert meta[SEARCH_DIR_KEY] == folder
     assert folder.startswith(f"search-{meta['content_generation']}-")
     assert meta[SEARCH_GENERATION_KEY] == meta["content_generation"]
-    assert json.loads(meta[SEARCH_PARAMS_KEY]) == {"k1": 1.2, "b": 0.75}
+    assert json.loads(meta[SEARCH_PARAMS_KEY]) == {"k1": 1.2, "b": 0.75, "dense_text_chars": DENSE_TEXT_CHARS}
     assert (store_dir / folder / "sparse").is_dir()
     assert (store_dir / folder / "dense").is_dir()
 
@@ -181,9 +183,22 @@ def test_changing_bm25_parameters_rebuilds(build: Build, store: Store, store_dir
     assert build(embedder, k1=k1, b=b) is True
     [new] = search_folders(store_dir)
     assert new != old
-    assert json.loads(store.meta()[SEARCH_PARAMS_KEY]) == {"k1": k1, "b": b}
+    assert json.loads(store.meta()[SEARCH_PARAMS_KEY]) == {"k1": k1, "b": b,
+                                                            "dense_text_chars": DENSE_TEXT_CHARS}
     assert build(embedder, k1=k1, b=b) is False
     assert len(embedder.embedded) == embedded  # the vectors did not change: all reused
+
+
+def test_a_new_embedded_text_length_re_embeds_everything(build: Build, store_dir: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder = CountingEmbedder()
+    build(embedder)
+    first = list(embedder.embedded)
+    monkeypatch.setattr(search_index, "DENSE_TEXT_CHARS", DENSE_TEXT_CHARS // 2)
+    assert build(embedder) is True  # nothing else changed, yet the vectors are stale
+    again = embedder.embedded[len(first):]
+    assert len(again) == len(first)
+    assert all(len(text) <= DENSE_TEXT_CHARS // 2 for text in again)
 
 
 def test_bm25_parameters_change_the_scores(build: Build, store: Store, store_dir: Path) -> None:
