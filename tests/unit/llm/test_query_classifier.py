@@ -1,0 +1,171 @@
+"""Query classification (spec: Query classification): the confidence formula, the gap boost, ties, prompts."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from knowcode.llm import TASK_PROMPTS, QueryClassification, classify, compile_patterns, parse_task_type
+from knowcode.llm.query_classifier import (
+    CONFIDENCE_HALF_SCALE,
+    DEFAULT_PATTERNS,
+    MAX_CONFIDENCE,
+    MAX_GAP_BOOST,
+    MEDIUM,
+    NO_MATCH_CONFIDENCE,
+    STRONG,
+    TIE_BREAK_ORDER,
+    WEAK,
+)
+from knowcode.models import TaskType
+
+# A small table whose numbers are easy to follow by hand: DEBUG's weights sum to 6 (half: 3), EXPLAIN's to 10
+# (half: 5).
+SMALL = compile_patterns({
+    TaskType.DEBUG: ((r"\bboom\b", 3.0), (r"\bfail\b", 2.0), (r"\bslow\b", 1.0)),
+    TaskType.EXPLAIN: ((r"\bhow\b", 2.0), (r"\bwhy\b", 2.0), (r"\bwhat\b", 2.0), (r"\bwhen\b", 2.0),
+                       (r"\bwho\b", 2.0)),
+})
+
+
+def test_spec_constants_are_pinned() -> None:
+    assert CONFIDENCE_HALF_SCALE == 0.5
+    assert MAX_GAP_BOOST == 0.3
+    assert MAX_CONFIDENCE == 1.0
+    assert NO_MATCH_CONFIDENCE == 0.0
+
+
+@pytest.mark.parametrize(("query", "task", "confidence"), [
+    # debug 1 of 6 → 1 / 3; alone, so gap 1 → x 1.3
+    ("slow", TaskType.DEBUG, (1 / 3) * 1.3),
+    # explain 2 of 10 → 2 / 5 = 0.4; alone → x 1.3
+    ("how", TaskType.EXPLAIN, 0.52),
+    # explain 2 vs debug 1 → 0.4; gap (2 - 1) / 2 = 0.5 → x 1.15
+    ("slow why", TaskType.EXPLAIN, 0.46),
+    # explain 4 → 0.8; alone → 1.04, capped at 1
+    ("how why", TaskType.EXPLAIN, 1.0),
+    # debug 3 vs explain 2 → min(1, 3 / 3) = 1; the boost cannot lift it past the cap
+    ("fail slow why", TaskType.DEBUG, 1.0),
+    # debug 2 vs explain 2: a tie, so no gap boost; DEBUG wins on precedence → 2 / 3
+    ("fail how", TaskType.DEBUG, 2 / 3),
+])
+def test_confidence_formula_and_gap_boost(query: str, task: TaskType, confidence: float) -> None:
+    result = classify(query, patterns=SMALL)
+    assert result.task_type is task
+    assert result.confidence == pytest.approx(confidence)
+
+
+def test_scores_are_the_sum_of_matching_weights_for_every_type() -> None:
+    result = classify("BOOM, why so slow?", patterns=SMALL)
+    assert result.scores == {TaskType.DEBUG: 4.0, TaskType.EXPLAIN: 2.0, TaskType.LOCATE: 0.0,
+                             TaskType.REVIEW: 0.0, TaskType.EXTEND: 0.0, TaskType.GENERAL: 0.0}
+
+
+@pytest.mark.parametrize("query", ["", "   ", "zzz qqq", "banana"])
+def test_nothing_matches_means_general_with_no_confidence(query: str) -> None:
+    result = classify(query, patterns=SMALL)
+    assert result.task_type is TaskType.GENERAL
+    assert result.confidence == NO_MATCH_CONFIDENCE
+    assert set(result.scores.values()) == {0.0}
+
+
+def test_no_cue_in_the_default_table_is_general() -> None:
+    result = classify("qwerty asdf zxcv")
+    assert (result.task_type, result.confidence) == (TaskType.GENERAL, NO_MATCH_CONFIDENCE)
+
+
+@pytest.mark.parametrize("start", range(len(TIE_BREAK_ORDER)))
+def test_ties_go_to_the_earliest_type_in_the_precedence_order(start: int) -> None:
+    tied = compile_patterns({task: ((r"\btie\b", 1.0),) for task in TIE_BREAK_ORDER[start:]})
+    result = classify("a tie", patterns=tied)
+    assert result.task_type is TIE_BREAK_ORDER[start]
+    # gap 0 → no boost: 1 / (0.5 x 1), capped at 1
+    assert result.confidence == 1.0
+
+
+def test_tie_break_order_covers_every_type_once() -> None:
+    assert sorted(TIE_BREAK_ORDER) == sorted(TaskType)
+    assert len(TIE_BREAK_ORDER) == len(TaskType)
+
+
+@pytest.mark.parametrize(("query", "task"), [
+    ("Traceback (most recent call last): KeyError", TaskType.DEBUG),
+    ("where is the config parser defined?", TaskType.LOCATE),
+    ("explain how the cache works", TaskType.EXPLAIN),
+    ("implement support for a new language", TaskType.EXTEND),
+    ("review this diff for security problems", TaskType.REVIEW),
+    ("give me an overview of the repository", TaskType.GENERAL),
+])
+def test_every_task_type_is_reachable_with_the_default_table(query: str, task: TaskType) -> None:
+    result = classify(query)
+    assert result.task_type is task
+    assert 0.0 < result.confidence <= 1.0
+
+
+@pytest.mark.parametrize(("query", "task"), [
+    ("WHERE IS the parser?", TaskType.LOCATE),  # case-insensitive
+    ("what\u2019s wrong here", TaskType.DEBUG),  # a typographic apostrophe reads as a plain one
+    ("it raises KeyError", TaskType.DEBUG),  # an exception class name
+])
+def test_patterns_are_case_insensitive_and_tolerate_apostrophes(query: str, task: TaskType) -> None:
+    assert classify(query).task_type is task
+
+
+@pytest.mark.parametrize("query", ["prefix the address", "the terror of a keyerror", "overviews-ish"])
+def test_patterns_respect_word_boundaries(query: str) -> None:
+    # "fix" in prefix, "add" in address, "Error" without its capitalised class name, "overview" glued
+    scores = classify(query).scores
+    assert scores[TaskType.DEBUG] == 0.0
+    assert scores[TaskType.EXTEND] == 0.0
+    assert scores[TaskType.GENERAL] == 0.0
+
+
+def test_default_table_shape() -> None:
+    assert set(DEFAULT_PATTERNS) == set(TaskType)
+    for task, patterns in DEFAULT_PATTERNS.items():
+        assert 8 <= len(patterns) <= 20, task
+        assert {p.weight for p in patterns} <= {STRONG, MEDIUM, WEAK}, task
+        assert any(p.weight == STRONG for p in patterns), task
+
+
+def test_classification_is_frozen_and_hashable() -> None:
+    result = classify("where is it")
+    assert isinstance(result, QueryClassification)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.confidence = 0.5  # type: ignore[misc]
+    assert hash(result) == hash(classify("where is it"))
+
+
+@given(st.text(max_size=200))
+def test_any_text_gets_a_bounded_confidence_and_the_top_score(query: str) -> None:
+    result = classify(query)
+    assert 0.0 <= result.confidence <= 1.0
+    assert result.scores[result.task_type] == max(result.scores.values())
+    assert result == classify(query)  # deterministic
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("auto", None), ("AUTO", None), (" auto ", None),
+    ("debug", TaskType.DEBUG), ("Review", TaskType.REVIEW), ("general", TaskType.GENERAL),
+])
+def test_parse_task_type(value: str, expected: TaskType | None) -> None:
+    assert parse_task_type(value) is expected
+
+
+def test_parse_task_type_rejects_unknown_values_listing_every_choice() -> None:
+    with pytest.raises(ValueError, match="unknown task type 'fix'") as info:
+        parse_task_type("fix")
+    for choice in ["auto", *(task.value for task in TaskType)]:
+        assert choice in str(info.value)
+
+
+def test_task_prompts_cover_every_type_with_a_distinct_persona() -> None:
+    assert set(TASK_PROMPTS) == set(TaskType)
+    prompts = list(TASK_PROMPTS.values())
+    assert len(set(prompts)) == len(prompts)
+    for prompt in prompts:
+        assert prompt.startswith("You are ")
+        assert 100 < len(prompt) < 600
