@@ -35,12 +35,18 @@ def _grow(root: Path) -> None:
     write_tree(root, {f"extra/mod{i}.py": f"def f{i}():\n    return {i}\n" for i in range(20)})
 
 
+def _index_then_grow(root: Path, store_dir: Path) -> dict[str, object]:
+    """Index root, add 20 files to it, and return the counts of the index as it was."""
+    _index(root, store_dir)
+    before = _counts(store_dir)
+    _grow(root)
+    return before
+
+
 def test_error_midway_keeps_previous_index(sample_repo: Path, tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     store_dir = tmp_path / "store"
-    _index(sample_repo, store_dir)
-    before = _counts(store_dir)
-    _grow(sample_repo)
+    before = _index_then_grow(sample_repo, store_dir)
     parsed: list[str] = []
 
     def failing_parse(root: Path, scanned: ScannedFile) -> object:
@@ -58,9 +64,7 @@ def test_error_midway_keeps_previous_index(sample_repo: Path, tmp_path: Path,
 def test_reader_sees_last_committed_index_during_a_run(sample_repo: Path, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     store_dir = tmp_path / "store"
-    _index(sample_repo, store_dir)
-    before = _counts(store_dir)
-    _grow(sample_repo)
+    before = _index_then_grow(sample_repo, store_dir)
     seen: list[dict[str, object]] = []
 
     def observing_parse(root: Path, scanned: ScannedFile) -> object:
@@ -75,9 +79,7 @@ def test_reader_sees_last_committed_index_during_a_run(sample_repo: Path, tmp_pa
 
 def test_killed_process_keeps_previous_index(sample_repo: Path, tmp_path: Path) -> None:
     store_dir = tmp_path / "store"
-    _index(sample_repo, store_dir)
-    before = _counts(store_dir)
-    _grow(sample_repo)
+    before = _index_then_grow(sample_repo, store_dir)
     script = textwrap.dedent(f"""
         import os, signal
         from pathlib import Path

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +23,10 @@ from knowcode.retrieval.cross_encoders import (
 )
 from knowcode.retrieval.embeddings import VOYAGE_API_KEY_ENV, VOYAGE_BASE_URL
 from tests.conftest import write_tree
+from tests.unit.retrieval._local_server import LocalApi, Reply, serving
 
 KEY_ENV = "KNOWCODE_TEST_RERANK_KEY"
 SECRET = "vk-test-do-not-leak-0123456789"
-
-Reply = tuple[int, bytes, dict[str, str]]  # status, body, extra headers
 
 
 def by_length(query: str, document: str) -> float:
@@ -37,54 +34,25 @@ def by_length(query: str, document: str) -> float:
 
 
 @dataclass
-class FakeVoyage:
-    """What the local server saw, and what it answers next (queued replies, then scores)."""
+class FakeVoyage(LocalApi):
+    """The local server as Voyage's rerank endpoint: unless told otherwise, it scores with `score`."""
 
-    url: str
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    replies: list[Reply] = field(default_factory=list)
-    always: Reply | None = None  # answer every request with this
     score: Callable[[str, str], float] = by_length
+
+    def answer(self, body: dict[str, Any]) -> Reply:
+        # like Voyage: results sorted by relevance, best first, each naming its input index
+        data = [{"index": i, "relevance_score": self.score(body["query"], doc)}
+                for i, doc in enumerate(body["documents"])]
+        data.sort(key=lambda item: -item["relevance_score"])
+        reply = {"object": "list", "data": data[:body["top_k"]], "model": body["model"],
+                 "usage": {"total_tokens": 10}}
+        return 200, json.dumps(reply).encode(), {}
 
 
 @pytest.fixture
 def api() -> Iterator[FakeVoyage]:
-    state = FakeVoyage(url="")
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-            if state.always is not None:
-                status, payload, extra = state.always
-            elif state.replies:
-                status, payload, extra = state.replies.pop(0)
-            else:  # like Voyage: results sorted by relevance, best first, each naming its input index
-                data = [{"index": i, "relevance_score": state.score(body["query"], doc)}
-                        for i, doc in enumerate(body["documents"])]
-                data.sort(key=lambda item: -item["relevance_score"])
-                reply = {"object": "list", "data": data[:body["top_k"]], "model": body["model"],
-                         "usage": {"total_tokens": 10}}
-                status, payload, extra = 200, json.dumps(reply).encode(), {}
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            for name, value in extra.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    yield state
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with serving(FakeVoyage()) as state:
+        yield state
 
 
 @pytest.fixture

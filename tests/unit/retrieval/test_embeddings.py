@@ -5,10 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import sys
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +27,7 @@ from knowcode.retrieval.embeddings import (
     check_compatible,
     create_embedding_provider,
 )
+from tests.unit.retrieval._local_server import LocalApi, Reply, serving
 
 KEY_ENV = "KNOWCODE_TEST_EMBEDDING_KEY"
 SECRET = "sk-test-do-not-leak-0123456789"
@@ -200,50 +198,24 @@ def test_openai_default_url_reads_openai_key() -> None:
 # --- remote providers against a real local HTTP server ----------------------------------------------------
 
 
-@dataclass
-class FakeApi:
-    """What the local server saw, and what it answers next (queued replies, then embeddings)."""
-
-    url: str
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    replies: list[tuple[int, bytes]] = field(default_factory=list)
-
-
 def fake_vector(text: str) -> list[float]:
     return [float(len(text)), 1.0, 0.0, 2.0]
 
 
+class FakeApi(LocalApi):
+    """The local server as an embeddings endpoint: unless told otherwise, it embeds with `fake_vector`."""
+
+    def answer(self, body: dict[str, Any]) -> Reply:
+        # answer in reverse order: the client must sort by "index"
+        data = [{"object": "embedding", "index": i, "embedding": fake_vector(text)}
+                for i, text in enumerate(body["input"])]
+        return 200, json.dumps({"object": "list", "data": data[::-1]}).encode(), {}
+
+
 @pytest.fixture
 def api() -> Iterator[FakeApi]:
-    state = FakeApi(url="")
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-            if state.replies:
-                status, payload = state.replies.pop(0)
-            else:  # answer in reverse order: the client must sort by "index"
-                data = [{"object": "embedding", "index": i, "embedding": fake_vector(text)}
-                        for i, text in enumerate(body["input"])]
-                status, payload = 200, json.dumps({"object": "list", "data": data[::-1]}).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    yield state
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with serving(FakeApi()) as state:
+        yield state
 
 
 @pytest.fixture
@@ -312,7 +284,7 @@ def test_voyage_request_body(api: FakeApi, key: str) -> None:
 
 
 def test_http_error_names_status_and_hides_key(api: FakeApi, key: str) -> None:
-    api.replies.append((500, f'{{"error": "boom, you sent Bearer {key}"}}'.encode()))
+    api.replies.append((500, f'{{"error": "boom, you sent Bearer {key}"}}'.encode(), {}))
     with pytest.raises(EmbeddingError, match="HTTP 500") as caught:
         openai_at(api, max_retries=0).embed(["x"])
     assert key not in str(caught.value)
@@ -320,7 +292,7 @@ def test_http_error_names_status_and_hides_key(api: FakeApi, key: str) -> None:
 
 
 def test_transient_error_is_retried(api: FakeApi, key: str) -> None:
-    api.replies.append((503, b'{"error": "overloaded"}'))
+    api.replies.append((503, b'{"error": "overloaded"}', {}))
     vectors = VoyageEmbeddingProvider(base_url=api.url, api_key_env=KEY_ENV, retry_backoff=0.0).embed(["x"])
     assert vectors.shape == (1, 4)
     assert len(api.requests) == 2
@@ -335,7 +307,7 @@ def test_transient_error_is_retried(api: FakeApi, key: str) -> None:
     b'{"data": [{"index": 0, "embedding": []}]}',
 ])
 def test_malformed_reply_raises_without_key(api: FakeApi, key: str, payload: bytes) -> None:
-    api.replies.append((200, payload))
+    api.replies.append((200, payload, {}))
     with pytest.raises(EmbeddingError, match="reply") as caught:
         openai_at(api).embed(["x"])
     assert key not in str(caught.value)

@@ -45,15 +45,20 @@ class FailingCrossEncoder:
         raise ConnectionError("reranker offline")
 
 
-@pytest.fixture(scope="module")
-def sample_kc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowCode]:
-    """The shared sample repository, indexed once for the read-only tests of this module."""
-    base = tmp_path_factory.mktemp("orchestrator")
-    root = write_tree(base / "repo", SAMPLE_REPO)
-    engine = knowcode.open(root, store=base / "store")
+def _indexed(tmp_path_factory: pytest.TempPathFactory, name: str,
+             files: dict[str, str]) -> Iterator[KnowCode]:
+    """Write files into a fresh folder, index them, yield the engine and close it afterwards."""
+    base = tmp_path_factory.mktemp(name)
+    engine = knowcode.open(write_tree(base / "repo", files), store=base / "store")
     engine.index()
     yield engine
     engine.close()
+
+
+@pytest.fixture(scope="module")
+def sample_kc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowCode]:
+    """The shared sample repository, indexed once for the read-only tests of this module."""
+    yield from _indexed(tmp_path_factory, "orchestrator", SAMPLE_REPO)
 
 
 def _orchestrator(kc: KnowCode, embedder: EmbeddingProvider | None,
@@ -292,11 +297,7 @@ DEDUP_REPO = {
 
 @pytest.fixture(scope="module")
 def dedup_kc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowCode]:
-    base = tmp_path_factory.mktemp("dedup")
-    engine = knowcode.open(write_tree(base / "repo", DEDUP_REPO), store=base / "store")
-    engine.index()
-    yield engine
-    engine.close()
+    yield from _indexed(tmp_path_factory, "dedup", DEDUP_REPO)
 
 
 def test_large_entity_has_several_chunks(dedup_kc: KnowCode) -> None:
@@ -382,11 +383,7 @@ CALLS_REPO = {
 
 @pytest.fixture(scope="module")
 def calls_kc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowCode]:
-    base = tmp_path_factory.mktemp("calls")
-    engine = knowcode.open(write_tree(base / "repo", CALLS_REPO), store=base / "store")
-    engine.index()
-    yield engine
-    engine.close()
+    yield from _indexed(tmp_path_factory, "calls", CALLS_REPO)
 
 
 def test_callee_that_is_already_a_hit_is_not_a_dependency(calls_kc: KnowCode) -> None:

@@ -1,8 +1,8 @@
 """Bash: entities, spans and references on a small fixture."""
 
 from knowcode.indexing.languages.bash import SPEC
-from knowcode.indexing.parser import parse_source
-from knowcode.models import RelationKind
+from knowcode.indexing.parser import ParsedSource, parse_source
+from tests.unit.indexing.languages._extract import by_qualified_name, entity_rows, reference_rows
 
 SOURCE = b'''#!/usr/bin/env bash
 source ./lib/common.sh
@@ -28,13 +28,12 @@ main "$@"
 '''
 
 
-def _parse():  # type: ignore[no-untyped-def]
+def _parse() -> ParsedSource:
     return parse_source("scripts/build.sh", "bash", SOURCE, SPEC)
 
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in _parse().entities]
-    assert got == [
+    assert entity_rows(_parse()) == [
         ("module", "scripts.build", 1, 21),
         ("function", "scripts.build.greet", 6, 9),
         ("function", "scripts.build.log_info", 11, 13),
@@ -44,7 +43,7 @@ def test_entities_have_exact_kinds_names_and_spans() -> None:
 
 def test_signature_docstring_and_parent() -> None:
     parsed = _parse()
-    by_name = {e.qualified_name: e for e in parsed.entities}
+    by_name = by_qualified_name(parsed)
     greet = by_name["scripts.build.greet"]
     assert greet.signature == "greet()"
     assert greet.docstring == "Say hello to someone."
@@ -53,12 +52,8 @@ def test_signature_docstring_and_parent() -> None:
 
 
 def test_references() -> None:
-    parsed = _parse()
-    by_id = {e.id: e.qualified_name for e in parsed.entities}
-    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
-            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
     # builtins (echo, printf, source) are no calls; a sourced path built from a variable is dropped
-    assert refs == {
+    assert reference_rows(_parse()) == {
         ("imports", "scripts.build", ".lib.common", 2, "common"),
         ("calls", "scripts.build.greet", "log_info", 8, ""),
         ("calls", "scripts.build.log_info", "tee", 12, ""),

@@ -1,8 +1,8 @@
 """C: entities, spans and references on a small fixture."""
 
 from knowcode.indexing.languages.c import SPEC
-from knowcode.indexing.parser import parse_source
-from knowcode.models import RelationKind
+from knowcode.indexing.parser import ParsedSource, parse_source
+from tests.unit.indexing.languages._extract import by_qualified_name, entity_rows, reference_rows
 
 SOURCE = b'''#include <stdio.h>
 #include "util/helpers.h"
@@ -36,13 +36,12 @@ void run(struct Ops *ops) {
 '''
 
 
-def _parse():  # type: ignore[no-untyped-def]
+def _parse() -> ParsedSource:
     return parse_source("src/geo.c", "c", SOURCE, SPEC)
 
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in _parse().entities]
-    assert got == [
+    assert entity_rows(_parse()) == [
         ("module", "src.geo", 1, 29),
         ("struct", "src.geo.Point", 5, 8),
         ("struct", "src.geo.Anon", 11, 11),
@@ -58,7 +57,7 @@ def test_entities_have_exact_kinds_names_and_spans() -> None:
 
 def test_signature_docstring_and_parent() -> None:
     parsed = _parse()
-    by_name = {e.qualified_name: e for e in parsed.entities}
+    by_name = by_qualified_name(parsed)
     add = by_name["src.geo.add"]
     assert add.signature == "static int add(int a, int b)"
     assert add.docstring == "Add two ints."
@@ -69,11 +68,7 @@ def test_signature_docstring_and_parent() -> None:
 
 
 def test_references() -> None:
-    parsed = _parse()
-    by_id = {e.id: e.qualified_name for e in parsed.entities}
-    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
-            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
-    assert refs == {
+    assert reference_rows(_parse()) == {
         ("imports", "src.geo", "stdio", 1, "stdio"),
         ("imports", "src.geo", "util.helpers", 2, "helpers"),
         ("calls", "src.geo.name_of", "printf", 23, ""),

@@ -1,8 +1,8 @@
 """C++: entities, spans and references on a small fixture."""
 
 from knowcode.indexing.languages.cpp import SPEC
-from knowcode.indexing.parser import parse_source
-from knowcode.models import RelationKind
+from knowcode.indexing.parser import ParsedSource, parse_source
+from tests.unit.indexing.languages._extract import by_qualified_name, entity_rows, reference_rows
 
 SOURCE = b'''#include <vector>
 #include "shape.hpp"
@@ -37,13 +37,12 @@ Shape *geo::Shape::make() { return new Shape(); }
 '''
 
 
-def _parse():  # type: ignore[no-untyped-def]
+def _parse() -> ParsedSource:
     return parse_source("src/geo.cpp", "cpp", SOURCE, SPEC)
 
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in _parse().entities]
-    assert got == [
+    assert entity_rows(_parse()) == [
         ("module", "src.geo", 1, 30),
         ("module", "src.geo.geo", 5, 28),
         ("class", "src.geo.geo.Shape", 7, 12),
@@ -60,7 +59,7 @@ def test_entities_have_exact_kinds_names_and_spans() -> None:
 
 
 def test_signature_docstring_and_parent() -> None:
-    by_name = {e.qualified_name: e for e in _parse().entities}
+    by_name = by_qualified_name(_parse())
     shape = by_name["src.geo.geo.Shape"]
     assert shape.signature == "class Shape : public Base, private ns::Mixin<int>"
     assert shape.docstring == "A drawable shape."
@@ -74,11 +73,7 @@ def test_signature_docstring_and_parent() -> None:
 
 
 def test_references() -> None:
-    parsed = _parse()
-    by_id = {e.id: e.qualified_name for e in parsed.entities}
-    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
-            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
-    assert refs == {
+    assert reference_rows(_parse()) == {
         ("imports", "src.geo", "vector", 1, "vector"),
         ("imports", "src.geo", "shape", 2, "shape"),
         ("imports", "src.geo", "std.string", 3, "string"),

@@ -2,7 +2,7 @@
 
 from knowcode.indexing.languages.csharp import SPEC
 from knowcode.indexing.parser import ParsedSource, parse_source
-from knowcode.models import RelationKind
+from tests.unit.indexing.languages._extract import by_qualified_name, entity_rows, reference_rows
 
 SOURCE = b'''using System;
 using System.Collections.Generic;
@@ -46,9 +46,7 @@ def _parse() -> ParsedSource:
 
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    parsed = _parse()
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in parsed.entities]
-    assert got == [
+    assert entity_rows(_parse()) == [
         ("module", "src.Geometry", 1, 32),
         ("module", NS, 5, 32),
         ("interface", f"{NS}.IShape", 8, 8),
@@ -65,7 +63,7 @@ def test_entities_have_exact_kinds_names_and_spans() -> None:
 
 
 def test_signature_docstring_and_parent() -> None:
-    by_name = {e.qualified_name: e for e in _parse().entities}
+    by_name = by_qualified_name(_parse())
     circle = by_name[f"{NS}.Circle"]
     assert circle.signature == "[Serializable] public class Circle : Base, IShape, IComparable<Circle>"
     assert circle.docstring == "A round shape."
@@ -76,11 +74,7 @@ def test_signature_docstring_and_parent() -> None:
 
 
 def test_references() -> None:
-    parsed = _parse()
-    by_id = {e.id: e.qualified_name for e in parsed.entities}
-    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
-            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
-    assert refs == {
+    assert reference_rows(_parse()) == {
         ("imports", "src.Geometry", "System", 1, "System"),
         ("imports", "src.Geometry", "System.Collections.Generic", 2, "Generic"),
         ("imports", "src.Geometry", "System.IO", 3, "IO"),

@@ -1,8 +1,8 @@
 """Elixir: entities, spans and references on a small fixture."""
 
 from knowcode.indexing.languages.elixir import SPEC
-from knowcode.indexing.parser import parse_source
-from knowcode.models import RelationKind
+from knowcode.indexing.parser import ParsedSource, parse_source
+from tests.unit.indexing.languages._extract import by_qualified_name, entity_rows, reference_rows
 
 SOURCE = b'''defmodule MyApp.Accounts do
   @moduledoc "Accounts."
@@ -33,14 +33,13 @@ end
 '''
 
 
-def _parse():  # type: ignore[no-untyped-def]
+def _parse() -> ParsedSource:
     return parse_source("lib/my_app/accounts.ex", "elixir", SOURCE, SPEC)
 
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in _parse().entities]
     # each clause of a multi-clause function is its own entity (`def` forms are separate)
-    assert got == [
+    assert entity_rows(_parse()) == [
         ("module", "lib.my_app.accounts", 1, 26),
         ("module", "lib.my_app.accounts.MyApp.Accounts", 1, 26),
         ("module", "lib.my_app.accounts.MyApp.Accounts.User", 9, 11),
@@ -52,7 +51,7 @@ def test_entities_have_exact_kinds_names_and_spans() -> None:
 
 def test_signature_docstring_and_parent() -> None:
     parsed = _parse()
-    by_name = {e.qualified_name: e for e in parsed.entities}
+    by_name = by_qualified_name(parsed)
     create = parsed.entities[3]
     assert create.signature == "def create(attrs \\\\ %{})"
     assert create.docstring == "Create a user from attributes."
@@ -62,12 +61,8 @@ def test_signature_docstring_and_parent() -> None:
 
 
 def test_references() -> None:
-    parsed = _parse()
-    by_id = {e.id: e.qualified_name for e in parsed.entities}
-    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
-            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
     accounts = "lib.my_app.accounts.MyApp.Accounts"
-    assert refs == {
+    assert reference_rows(_parse()) == {
         ("imports", "lib.my_app.accounts", "MyApp.Repo", 3, "Repo"),
         ("imports", "lib.my_app.accounts", "MyApp.Accounts.Role", 4, "Role"),
         ("imports", "lib.my_app.accounts", "MyApp.Accounts.Team", 4, "Team"),

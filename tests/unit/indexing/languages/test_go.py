@@ -2,7 +2,7 @@
 
 from knowcode.indexing.languages.go import SPEC
 from knowcode.indexing.parser import ParsedSource, parse_source
-from knowcode.models import RelationKind
+from tests.unit.indexing.languages._extract import by_qualified_name, entity_rows, reference_rows
 
 SOURCE = b'''package shapes
 
@@ -50,9 +50,7 @@ def _parse() -> ParsedSource:
 
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    parsed = _parse()
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in parsed.entities]
-    assert got == [
+    assert entity_rows(_parse()) == [
         ("module", "pkg.shapes", 1, 38),
         ("interface", "pkg.shapes.Shape", 11, 14),
         ("method", "pkg.shapes.Shape.Area", 13, 13),
@@ -67,7 +65,7 @@ def test_entities_have_exact_kinds_names_and_spans() -> None:
 
 def test_signature_docstring_and_parent() -> None:
     parsed = _parse()
-    by_name = {e.qualified_name: e for e in parsed.entities}
+    by_name = by_qualified_name(parsed)
     module_id = parsed.entities[0].id
     area = by_name["pkg.shapes.Circle.Area"]
     assert area.signature == "func (c *Circle) Area() float64"
@@ -81,11 +79,7 @@ def test_signature_docstring_and_parent() -> None:
 
 
 def test_references() -> None:
-    parsed = _parse()
-    by_id = {e.id: e.qualified_name for e in parsed.entities}
-    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
-            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
-    assert refs == {
+    assert reference_rows(_parse()) == {
         ("imports", "pkg.shapes", "fmt", 4, "fmt"),
         ("imports", "pkg.shapes", "strings", 5, "str"),
         ("imports", "pkg.shapes", "net.http", 8, "http"),

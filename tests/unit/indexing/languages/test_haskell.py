@@ -1,8 +1,8 @@
 """Haskell: entities, spans and references on a small fixture."""
 
 from knowcode.indexing.languages.haskell import SPEC
-from knowcode.indexing.parser import parse_source
-from knowcode.models import RelationKind
+from knowcode.indexing.parser import ParsedSource, parse_source
+from tests.unit.indexing.languages._extract import by_qualified_name, entity_rows, reference_rows
 
 SOURCE = b'''module Geo.Shapes (Shape(..), area) where
 
@@ -34,14 +34,13 @@ report xs = do
 '''
 
 
-def _parse():  # type: ignore[no-untyped-def]
+def _parse() -> ParsedSource:
     return parse_source("src/Geo/Shapes.hs", "haskell", SOURCE, SPEC)
 
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in _parse().entities]
     # one entity per function: its first equation (the grammar has no node grouping the equations)
-    assert got == [
+    assert entity_rows(_parse()) == [
         ("module", "src.Geo.Shapes", 1, 27),
         ("struct", "src.Geo.Shapes.Shape", 7, 8),
         ("struct", "src.Geo.Shapes.Name", 9, 9),
@@ -56,7 +55,7 @@ def test_entities_have_exact_kinds_names_and_spans() -> None:
 
 
 def test_signature_docstring_and_parent() -> None:
-    by_name = {e.qualified_name: e for e in _parse().entities}
+    by_name = by_qualified_name(_parse())
     report = by_name["src.Geo.Shapes.report"]
     assert report.signature == "report xs"
     assert report.docstring == "| Print the summary."
@@ -67,11 +66,7 @@ def test_signature_docstring_and_parent() -> None:
 
 
 def test_references() -> None:
-    parsed = _parse()
-    by_id = {e.id: e.qualified_name for e in parsed.entities}
-    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
-            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
-    assert refs == {
+    assert reference_rows(_parse()) == {
         ("imports", "src.Geo.Shapes", "Data.List.sortBy", 3, "sortBy"),
         ("imports", "src.Geo.Shapes", "Data.Map", 4, "M"),
         ("imports", "src.Geo.Shapes", "Prelude", 5, "Prelude"),

@@ -2,7 +2,7 @@
 
 from knowcode.indexing.languages.java import SPEC
 from knowcode.indexing.parser import ParsedSource, parse_source
-from knowcode.models import RelationKind
+from tests.unit.indexing.languages._extract import by_qualified_name, entity_rows, reference_rows
 
 SOURCE = b'''package com.acme;
 
@@ -39,9 +39,7 @@ def _parse() -> ParsedSource:
 
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    parsed = _parse()
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in parsed.entities]
-    assert got == [
+    assert entity_rows(_parse()) == [
         ("module", "com.acme.Circle", 1, 27),
         ("class", "com.acme.Circle.Circle", 8, 27),
         ("method", "com.acme.Circle.Circle.Circle", 12, 12),
@@ -56,7 +54,7 @@ def test_entities_have_exact_kinds_names_and_spans() -> None:
 
 
 def test_signature_docstring_and_parent() -> None:
-    by_name = {e.qualified_name: e for e in _parse().entities}
+    by_name = by_qualified_name(_parse())
     area = by_name["com.acme.Circle.Circle.area"]
     assert area.signature == "@Override public double area()"
     assert area.docstring == "Computes the area."
@@ -70,11 +68,7 @@ def test_signature_docstring_and_parent() -> None:
 
 
 def test_references() -> None:
-    parsed = _parse()
-    by_id = {e.id: e.qualified_name for e in parsed.entities}
-    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
-            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
-    assert refs == {
+    assert reference_rows(_parse()) == {
         ("imports", "com.acme.Circle", "java.util.List", 3, "List"),
         ("imports", "com.acme.Circle", "java.lang.Math.max", 4, "max"),
         ("imports", "com.acme.Circle", "java.io.*", 5, "*"),

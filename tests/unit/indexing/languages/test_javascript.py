@@ -2,7 +2,7 @@
 
 from knowcode.indexing.languages.javascript import SPEC
 from knowcode.indexing.parser import ParsedSource, parse_source
-from knowcode.models import RelationKind
+from tests.unit.indexing.languages._extract import by_qualified_name, entity_rows, reference_rows
 
 SOURCE = b'''import fs from "fs";
 import { join, resolve as res } from "path";
@@ -44,9 +44,7 @@ def _parse() -> ParsedSource:
 
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    parsed = _parse()
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in parsed.entities]
-    assert got == [
+    assert entity_rows(_parse()) == [
         ("module", "web.zoo", 1, 32),
         ("class", "web.zoo.Animal", 11, 22),
         ("method", "web.zoo.Animal.constructor", 12, 14),
@@ -59,7 +57,7 @@ def test_entities_have_exact_kinds_names_and_spans() -> None:
 
 
 def test_signature_docstring_and_parent() -> None:
-    by_name = {e.qualified_name: e for e in _parse().entities}
+    by_name = by_qualified_name(_parse())
     speak = by_name["web.zoo.Animal.speak"]
     assert speak.signature == "speak(times)"
     assert speak.docstring == "Speak loudly."
@@ -72,11 +70,7 @@ def test_signature_docstring_and_parent() -> None:
 
 
 def test_references() -> None:
-    parsed = _parse()
-    by_id = {e.id: e.qualified_name for e in parsed.entities}
-    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
-            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
-    assert refs == {
+    assert reference_rows(_parse()) == {
         ("imports", "web.zoo", "fs", 1, "fs"),
         ("imports", "web.zoo", "path.join", 2, "join"),
         ("imports", "web.zoo", "path.resolve", 2, "res"),

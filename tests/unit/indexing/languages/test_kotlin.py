@@ -2,7 +2,7 @@
 
 from knowcode.indexing.languages.kotlin import SPEC
 from knowcode.indexing.parser import ParsedSource, parse_source
-from knowcode.models import RelationKind
+from tests.unit.indexing.languages._extract import by_qualified_name, entity_rows, reference_rows
 
 SOURCE = b'''package com.acme
 
@@ -45,9 +45,7 @@ def _parse() -> ParsedSource:
 
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    parsed = _parse()
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in parsed.entities]
-    assert got == [
+    assert entity_rows(_parse()) == [
         ("module", "com.acme.Shapes", 1, 33),
         ("interface", "com.acme.Shapes.Shape", 8, 10),
         ("method", "com.acme.Shapes.Shape.area", 9, 9),
@@ -67,7 +65,7 @@ def test_entities_have_exact_kinds_names_and_spans() -> None:
 
 def test_signature_docstring_and_parent() -> None:
     parsed = _parse()
-    by_name = {e.qualified_name: e for e in parsed.entities}
+    by_name = by_qualified_name(parsed)
     circle = by_name["com.acme.Shapes.Circle"]
     assert circle.signature == "open class Circle(val r: Double) : Base(r), Shape, Comparable<Circle>"
     assert circle.docstring == "A round shape."
@@ -79,11 +77,7 @@ def test_signature_docstring_and_parent() -> None:
 
 
 def test_references() -> None:
-    parsed = _parse()
-    by_id = {e.id: e.qualified_name for e in parsed.entities}
-    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
-            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
-    assert refs == {
+    assert reference_rows(_parse()) == {
         ("imports", "com.acme.Shapes", "kotlin.math.max", 3, "max"),
         ("imports", "com.acme.Shapes", "java.io.File", 4, "JFile"),
         ("imports", "com.acme.Shapes", "foo.bar.*", 5, "*"),

@@ -1,8 +1,8 @@
 """Lua: entities, spans and references on a small fixture."""
 
 from knowcode.indexing.languages.lua import SPEC
-from knowcode.indexing.parser import parse_source
-from knowcode.models import RelationKind
+from knowcode.indexing.parser import ParsedSource, parse_source
+from tests.unit.indexing.languages._extract import by_qualified_name, entity_rows, reference_rows
 
 SOURCE = b'''local json = require("json")
 local util = require "lib.util"
@@ -32,13 +32,12 @@ return M
 '''
 
 
-def _parse():  # type: ignore[no-untyped-def]
+def _parse() -> ParsedSource:
     return parse_source("lib/counter.lua", "lua", SOURCE, SPEC)
 
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in _parse().entities]
-    assert got == [
+    assert entity_rows(_parse()) == [
         ("module", "lib.counter", 1, 25),
         ("method", "lib.counter.M.new", 8, 10),
         ("method", "lib.counter.M.bump", 12, 14),
@@ -50,7 +49,7 @@ def test_entities_have_exact_kinds_names_and_spans() -> None:
 
 def test_signature_docstring_and_parent() -> None:
     parsed = _parse()
-    by_name = {e.qualified_name: e for e in parsed.entities}
+    by_name = by_qualified_name(parsed)
     new = by_name["lib.counter.M.new"]
     assert new.signature == "function M.new(start)"
     assert new.docstring == "Create a counter."
@@ -60,11 +59,7 @@ def test_signature_docstring_and_parent() -> None:
 
 
 def test_references() -> None:
-    parsed = _parse()
-    by_id = {e.id: e.qualified_name for e in parsed.entities}
-    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
-            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
-    assert refs == {
+    assert reference_rows(_parse()) == {
         ("imports", "lib.counter", "json", 1, "json"),
         ("imports", "lib.counter", "lib.util", 2, "util"),
         ("imports", "lib.counter", "side.effects", 3, "effects"),

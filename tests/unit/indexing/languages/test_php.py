@@ -2,7 +2,7 @@
 
 from knowcode.indexing.languages.php import SPEC
 from knowcode.indexing.parser import ParsedSource, parse_source
-from knowcode.models import RelationKind
+from tests.unit.indexing.languages._extract import by_qualified_name, entity_rows, reference_rows
 
 SOURCE = rb'''<?php
 namespace App\Models;
@@ -58,15 +58,8 @@ def _parse() -> ParsedSource:
     return parse_source("app/Models/User.php", "php", SOURCE, SPEC)
 
 
-def _refs(parsed: ParsedSource) -> set[tuple[str, str, str, int, str]]:
-    by_id = {e.id: e.qualified_name for e in parsed.entities}
-    return {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
-            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
-
-
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in _parse().entities]
-    assert got == [
+    assert entity_rows(_parse()) == [
         ("module", "app.Models.User", 1, 41),
         ("class", "app.Models.User.User", 11, 30),
         ("method", "app.Models.User.User.__construct", 15, 18),
@@ -81,7 +74,7 @@ def test_entities_have_exact_kinds_names_and_spans() -> None:
 
 
 def test_signature_docstring_and_parent() -> None:
-    by_name = {e.qualified_name: e for e in _parse().entities}
+    by_name = by_qualified_name(_parse())
     user = by_name["app.Models.User.User"]
     assert user.docstring == "A registered user."
     assert user.signature == "class User extends Model implements Shape, App\\Contracts\\Sized"
@@ -93,7 +86,7 @@ def test_signature_docstring_and_parent() -> None:
 
 
 def test_references() -> None:
-    assert _refs(_parse()) == {
+    assert reference_rows(_parse()) == {
         ("imports", "app.Models.User", "Illuminate.Support.Str", 4, "Str"),
         ("imports", "app.Models.User", "App.Contracts.Shape", 5, "Shape"),
         ("imports", "app.Models.User", "App.Contracts.Named", 5, "N"),
@@ -115,11 +108,10 @@ def test_references() -> None:
 
 def test_braced_namespace_global_call_and_new_static() -> None:
     parsed = parse_source("lib/util.php", "php", BRACED, SPEC)
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in parsed.entities]
-    assert got == [
+    assert entity_rows(parsed) == [
         ("module", "lib.util", 1, 4),
         ("module", "lib.util.Util", 2, 4),
         ("function", "lib.util.Util.helper", 3, 3),
     ]
-    assert _refs(parsed) == {("calls", "lib.util.Util.helper", "strlen", 3, "")}
+    assert reference_rows(parsed) == {("calls", "lib.util.Util.helper", "strlen", 3, "")}
     assert "$this" in SPEC.self_names

@@ -1,8 +1,8 @@
 """Python: entities, spans and references on a small fixture."""
 
 from knowcode.indexing.languages.python import SPEC
-from knowcode.indexing.parser import parse_source
-from knowcode.models import RelationKind
+from knowcode.indexing.parser import ParsedSource, parse_source
+from tests.unit.indexing.languages._extract import by_qualified_name, entity_rows, reference_rows
 
 SOURCE = b'''import os
 from . import utils
@@ -28,14 +28,12 @@ def top():
 '''
 
 
-def _parse():  # type: ignore[no-untyped-def]
+def _parse() -> ParsedSource:
     return parse_source("pkg/mod.py", "python", SOURCE, SPEC)
 
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    parsed = _parse()
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in parsed.entities]
-    assert got == [
+    assert entity_rows(_parse()) == [
         ("module", "pkg.mod", 1, 21),
         ("class", "pkg.mod.Base", 5, 7),
         ("class", "pkg.mod.Child", 9, 18),
@@ -47,7 +45,7 @@ def test_entities_have_exact_kinds_names_and_spans() -> None:
 
 
 def test_signature_docstring_and_parent() -> None:
-    by_name = {e.qualified_name: e for e in _parse().entities}
+    by_name = by_qualified_name(_parse())
     method = by_name["pkg.mod.Child.method"]
     assert method.signature == "def method(self, a: int) -> int"
     assert method.docstring == "Do it."
@@ -56,11 +54,7 @@ def test_signature_docstring_and_parent() -> None:
 
 
 def test_references() -> None:
-    parsed = _parse()
-    by_id = {e.id: e.qualified_name for e in parsed.entities}
-    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
-            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
-    assert refs == {
+    assert reference_rows(_parse()) == {
         ("imports", "pkg.mod", "os", 1, "os"),
         ("imports", "pkg.mod", ".utils", 2, "utils"),
         ("imports", "pkg.mod", ".models.Entity", 3, "E"),

@@ -2,7 +2,7 @@
 
 from knowcode.indexing.languages.ruby import SPEC
 from knowcode.indexing.parser import ParsedSource, parse_source
-from knowcode.models import RelationKind
+from tests.unit.indexing.languages._extract import by_qualified_name, entity_rows, reference_rows
 
 SOURCE = b'''require "json"
 require_relative "../lib/formatter"
@@ -48,8 +48,7 @@ def _parse() -> ParsedSource:
 
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in _parse().entities]
-    assert got == [
+    assert entity_rows(_parse()) == [
         ("module", "lib.billing.invoice", 1, 36),
         ("module", "lib.billing.invoice.Billing", 5, 36),
         ("class", "lib.billing.invoice.Billing.Invoice", 9, 31),
@@ -62,7 +61,7 @@ def test_entities_have_exact_kinds_names_and_spans() -> None:
 
 
 def test_signature_docstring_and_parent() -> None:
-    by_name = {e.qualified_name: e for e in _parse().entities}
+    by_name = by_qualified_name(_parse())
     invoice = by_name["lib.billing.invoice.Billing.Invoice"]
     assert invoice.signature == "class Invoice < ActiveRecord::Base"
     assert invoice.docstring == "An invoice line."
@@ -79,12 +78,8 @@ def test_signature_docstring_and_parent() -> None:
 
 
 def test_references() -> None:
-    parsed = _parse()
-    by_id = {e.id: e.qualified_name for e in parsed.entities}
-    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
-            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
     invoice = "lib.billing.invoice.Billing.Invoice"
-    assert refs == {
+    assert reference_rows(_parse()) == {
         ("imports", "lib.billing.invoice", "json", 1, "json"),
         ("imports", "lib.billing.invoice", "..lib.formatter", 2, "formatter"),
         ("inherits", invoice, "ActiveRecord.Base", 9, ""),

@@ -1,8 +1,8 @@
 """Rust: entities, spans and references on a small fixture."""
 
 from knowcode.indexing.languages.rust import SPEC
-from knowcode.indexing.parser import parse_source
-from knowcode.models import RelationKind
+from knowcode.indexing.parser import ParsedSource, parse_source
+from tests.unit.indexing.languages._extract import by_qualified_name, entity_rows, reference_rows
 
 SOURCE = b'''use std::collections::HashMap;
 use crate::models::{Entity, Kind as K};
@@ -42,13 +42,12 @@ fn main() {
 '''
 
 
-def _parse():  # type: ignore[no-untyped-def]
+def _parse() -> ParsedSource:
     return parse_source("src/geo.rs", "rust", SOURCE, SPEC)
 
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in _parse().entities]
-    assert got == [
+    assert entity_rows(_parse()) == [
         ("module", "src.geo", 1, 35),
         ("struct", "src.geo.Point", 5, 7),
         ("enum", "src.geo.Shape", 9, 9),
@@ -65,7 +64,7 @@ def test_entities_have_exact_kinds_names_and_spans() -> None:
 
 
 def test_signature_docstring_and_parent() -> None:
-    by_name = {e.qualified_name: e for e in _parse().entities}
+    by_name = by_qualified_name(_parse())
     new = by_name["src.geo.Point.new"]
     assert new.signature == "pub fn new(x: i32) -> Self"
     assert new.parent_id == by_name["src.geo.Point"].id
@@ -76,11 +75,7 @@ def test_signature_docstring_and_parent() -> None:
 
 
 def test_references() -> None:
-    parsed = _parse()
-    by_id = {e.id: e.qualified_name for e in parsed.entities}
-    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
-            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
-    assert refs == {
+    assert reference_rows(_parse()) == {
         ("imports", "src.geo", "std.collections.HashMap", 1, "HashMap"),
         ("imports", "src.geo", "crate.models.Entity", 2, "Entity"),
         ("imports", "src.geo", "crate.models.Kind", 2, "K"),

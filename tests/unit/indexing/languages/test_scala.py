@@ -2,7 +2,7 @@
 
 from knowcode.indexing.languages.scala import SPEC
 from knowcode.indexing.parser import ParsedSource, parse_source
-from knowcode.models import RelationKind
+from tests.unit.indexing.languages._extract import entity_rows, reference_rows
 
 SOURCE = b'''package com.acme
 
@@ -40,9 +40,7 @@ def _parse() -> ParsedSource:
 
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    parsed = _parse()
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in parsed.entities]
-    assert got == [
+    assert entity_rows(_parse()) == [
         ("module", "com.acme.Shapes", 1, 28),
         ("trait", "com.acme.Shapes.Shape", 8, 10),
         ("method", "com.acme.Shapes.Shape.area", 9, 9),
@@ -71,11 +69,7 @@ def test_signature_docstring_and_parent() -> None:
 
 
 def test_references() -> None:
-    parsed = _parse()
-    by_id = {e.id: e.qualified_name for e in parsed.entities}
-    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
-            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
-    assert refs == {
+    assert reference_rows(_parse()) == {
         # An import path is not one node, so only its last segment is kept.
         ("imports", "com.acme.Shapes", "mutable", 3, "mutable"),
         ("imports", "com.acme.Shapes", "io.File", 4, "File"),

@@ -2,7 +2,7 @@
 
 from knowcode.indexing.languages.swift import SPEC
 from knowcode.indexing.parser import ParsedSource, parse_source
-from knowcode.models import RelationKind
+from tests.unit.indexing.languages._extract import by_qualified_name, entity_rows, reference_rows
 
 SOURCE = b'''import Foundation
 import struct Swift.Array
@@ -49,9 +49,7 @@ def _parse() -> ParsedSource:
 
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    parsed = _parse()
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in parsed.entities]
-    assert got == [
+    assert entity_rows(_parse()) == [
         ("module", "Sources.Shapes", 1, 37),
         ("interface", "Sources.Shapes.Shape", 5, 7),
         ("method", "Sources.Shapes.Shape.area", 6, 6),
@@ -68,7 +66,7 @@ def test_entities_have_exact_kinds_names_and_spans() -> None:
 
 
 def test_signature_docstring_and_parent() -> None:
-    by_name = {e.qualified_name: e for e in _parse().entities}
+    by_name = by_qualified_name(_parse())
     circle = by_name["Sources.Shapes.Circle"]
     assert circle.signature == "class Circle: Base, Shape"
     assert circle.docstring == "A round shape."
@@ -81,11 +79,7 @@ def test_signature_docstring_and_parent() -> None:
 
 
 def test_references() -> None:
-    parsed = _parse()
-    by_id = {e.id: e.qualified_name for e in parsed.entities}
-    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
-            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
-    assert refs == {
+    assert reference_rows(_parse()) == {
         ("imports", "Sources.Shapes", "Foundation", 1, "Foundation"),
         ("imports", "Sources.Shapes", "Swift.Array", 2, "Array"),
         ("inherits", "Sources.Shapes.Shape", "AnyObject", 5, ""),

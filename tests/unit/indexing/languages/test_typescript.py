@@ -2,7 +2,7 @@
 
 from knowcode.indexing.languages.typescript import SPECS, TSX, TYPESCRIPT
 from knowcode.indexing.parser import ParsedSource, parse_source
-from knowcode.models import RelationKind
+from tests.unit.indexing.languages._extract import by_qualified_name, entity_rows, reference_rows
 
 SOURCE = b'''import { Injectable, Logger as Log } from "@nestjs/common";
 import type { Config } from "./config";
@@ -67,12 +67,6 @@ def _parse() -> ParsedSource:
     return parse_source("app/shapes.ts", "typescript", SOURCE, TYPESCRIPT)
 
 
-def _refs(parsed: ParsedSource) -> set[tuple[str, str, str, int, str]]:
-    by_id = {e.id: e.qualified_name for e in parsed.entities}
-    return {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
-            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
-
-
 def test_specs_cover_both_dialects() -> None:
     assert [s.name for s in SPECS] == ["typescript", "tsx"]
     assert set(TYPESCRIPT.extensions) == {".ts", ".mts", ".cts"}
@@ -80,9 +74,7 @@ def test_specs_cover_both_dialects() -> None:
 
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    parsed = _parse()
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in parsed.entities]
-    assert got == [
+    assert entity_rows(_parse()) == [
         ("module", "app.shapes", 1, 36),
         ("interface", "app.shapes.Shape", 7, 9),
         ("method", "app.shapes.Shape.area", 8, 8),
@@ -99,7 +91,7 @@ def test_entities_have_exact_kinds_names_and_spans() -> None:
 
 
 def test_signature_docstring_and_parent() -> None:
-    by_name = {e.qualified_name: e for e in _parse().entities}
+    by_name = by_qualified_name(_parse())
     describe = by_name["app.shapes.Base.describe"]
     assert describe.signature == "describe(prefix: string): string"
     assert describe.parent_id == by_name["app.shapes.Base"].id
@@ -113,7 +105,7 @@ def test_signature_docstring_and_parent() -> None:
 
 
 def test_references() -> None:
-    assert _refs(_parse()) == {
+    assert reference_rows(_parse()) == {
         ("imports", "app.shapes", "@nestjs.common.Injectable", 1, "Injectable"),
         ("imports", "app.shapes", "@nestjs.common.Logger", 1, "Log"),
         ("imports", "app.shapes", ".config.Config", 2, "Config"),
@@ -136,8 +128,7 @@ def test_references() -> None:
 
 def test_tsx_components_and_jsx_calls() -> None:
     parsed = parse_source("app/counter.tsx", "tsx", TSX_SOURCE, TSX)
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in parsed.entities]
-    assert got == [
+    assert entity_rows(parsed) == [
         ("module", "app.counter", 1, 18),
         ("interface", "app.counter.Props", 4, 6),
         ("function", "app.counter.Counter", 9, 12),
@@ -147,7 +138,7 @@ def test_tsx_components_and_jsx_calls() -> None:
     counter = next(e for e in parsed.entities if e.name == "Counter")
     assert counter.signature == "Counter = ({ label }: Props) =>"
     assert counter.docstring == "Counter button."
-    assert _refs(parsed) == {
+    assert reference_rows(parsed) == {
         ("imports", "app.counter", "react", 1, "React"),
         ("imports", "app.counter", "react.useState", 1, "useState"),
         ("imports", "app.counter", ".ui.Button", 2, "Button"),

@@ -1,8 +1,8 @@
 """Zig: entities, spans and references on a small fixture."""
 
 from knowcode.indexing.languages.zig import SPEC
-from knowcode.indexing.parser import parse_source
-from knowcode.models import RelationKind
+from knowcode.indexing.parser import ParsedSource, parse_source
+from tests.unit.indexing.languages._extract import by_qualified_name, entity_rows, reference_rows
 
 SOURCE = b'''const std = @import("std");
 const util = @import("util/helpers.zig");
@@ -31,13 +31,12 @@ pub fn main() !void {
 '''
 
 
-def _parse():  # type: ignore[no-untyped-def]
+def _parse() -> ParsedSource:
     return parse_source("src/geo.zig", "zig", SOURCE, SPEC)
 
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    got = [(e.kind.value, e.qualified_name, e.start_line, e.end_line) for e in _parse().entities]
-    assert got == [
+    assert entity_rows(_parse()) == [
         ("module", "src.geo", 1, 24),
         ("struct", "src.geo.Point", 5, 15),
         ("method", "src.geo.Point.init", 8, 10),
@@ -49,7 +48,7 @@ def test_entities_have_exact_kinds_names_and_spans() -> None:
 
 
 def test_signature_docstring_and_parent() -> None:
-    by_name = {e.qualified_name: e for e in _parse().entities}
+    by_name = by_qualified_name(_parse())
     point = by_name["src.geo.Point"]
     assert point.signature == "pub const Point = struct"
     assert point.docstring == "A point on the plane."
@@ -59,11 +58,7 @@ def test_signature_docstring_and_parent() -> None:
 
 
 def test_references() -> None:
-    parsed = _parse()
-    by_id = {e.id: e.qualified_name for e in parsed.entities}
-    refs = {(r.kind.value, by_id[r.source_id], r.target_name, r.line, r.alias)
-            for r in parsed.references if r.kind is not RelationKind.CONTAINS}
-    assert refs == {
+    assert reference_rows(_parse()) == {
         ("imports", "src.geo", "std", 1, "std"),
         ("imports", "src.geo", "util.helpers", 2, "util"),
         ("calls", "src.geo.Point.norm", "abs", 13, ""),
