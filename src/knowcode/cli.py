@@ -21,6 +21,7 @@ from rich.progress import (
 from knowcode import render
 from knowcode.engine import KnowCode
 from knowcode.errors import KnowCodeError
+from knowcode.models import TaskType, Verbosity
 
 EXIT_BAD_INPUT = 2  # a missing path, a bad option or config: the caller can fix the call
 EXIT_FAILURE = 1  # KnowCode could not do the job (store unreadable, newer schema, ...)
@@ -114,6 +115,30 @@ def search(
     with _errors():
         results = _open(repo, store, config).search(query, limit=limit)
     typer.echo(render.search_json(query, results) if json else render.search_text(results))
+
+
+_TASK_CHOICES = ", ".join(["auto", *(t.value for t in TaskType)])
+_VERBOSITY_CHOICES = ", ".join(v.value for v in Verbosity)
+
+
+@app.command()
+def context(
+    query: Annotated[str, typer.Argument(help='The question, words, an identifier or a "quoted name".')],
+    repo: RepoOption = Path(),
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Token budget (50-200000).")] = 6000,
+    limit: Annotated[int, typer.Option("--limit", "-k", help="Ranked entities wanted (1-1000).")] = 3,
+    task: Annotated[str, typer.Option("--task", help=f"Task type: {_TASK_CHOICES}.")] = "auto",
+    verbosity: Annotated[str, typer.Option("--verbosity", help=f"{_VERBOSITY_CHOICES}.")] = "minimal",
+    store: StoreOption = None,
+    config: ConfigOption = None,
+    json: JsonOption = False,
+) -> None:
+    """A token-budgeted context bundle for a query: Markdown (or JSON) ready for an agent's prompt."""
+    with _errors():
+        bundle = _open(repo, store, config).context(query, max_tokens=max_tokens, limit_entities=limit,
+                                                    task_type=task, verbosity=verbosity)
+    level = bundle.verbosity
+    typer.echo(render.context_json(bundle, level) if json else render.context_markdown(bundle, level))
 
 
 def main() -> None:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import platformdirs
 
+from knowcode.analysis.token_counter import DEFAULT_ENCODING
 from knowcode.indexing.scanner import DEFAULT_MAX_FILE_BYTES
 from knowcode.retrieval.hybrid_index import DEFAULT_HYBRID_ALPHA
 from knowcode.retrieval.reranker import DEFAULT_TOP_K_MULTIPLIER, RankingSignals
@@ -51,6 +52,7 @@ class AppConfig:
     reranker_base_url: str = ""  # voyage: the API root; empty = https://api.voyageai.com/v1
     reranker_api_key_env: str = ""  # voyage: the environment variable holding the key; empty = VOYAGE_API_KEY
     ranking: RankingSignals = field(default_factory=RankingSignals)  # [ranking] table: signal factors
+    token_encoding: str = DEFAULT_ENCODING  # context budgets are counted in this encoding (offline cl100k)
 
 
 def _read_table(path: Path, table: tuple[str, ...]) -> dict[str, Any]:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from knowcode.analysis.context_synthesizer import parse_verbosity, synthesize, validate_budget
+from knowcode.analysis.token_counter import TokenCounter, default_counter
 from knowcode.config import AppConfig, default_store_dir, load_config
 from knowcode.indexing import IndexReport, index_repository
 from knowcode.indexing.indexer import ProgressCallback
-from knowcode.models import IndexStats, SearchResults
+from knowcode.models import ContextBundle, IndexStats, SearchResults, TaskType, Verbosity
 from knowcode.retrieval.cross_encoders import create_cross_encoder
 from knowcode.retrieval.embeddings import EmbeddingProvider, create_embedding_provider
 from knowcode.retrieval.orchestrator import RetrievalOrchestrator, RetrievalResult, validate_query
@@ -139,6 +141,44 @@ class KnowCode:
         """
         result = self.retrieve(query, limit_entities=limit, expand_deps=False)
         return SearchResults(result.hits, result.mode, result.errors)
+
+    def token_counter(self) -> TokenCounter:
+        """The counter context budgets are measured with (setting token_encoding)."""
+        return default_counter(self.config.token_encoding)
+
+    def context(self, query: str, max_tokens: int = 6000, limit_entities: int = 3,
+                task_type: TaskType | str = "auto", verbosity: Verbosity | str = "minimal",
+                expand_deps: bool = True) -> ContextBundle:
+        """The smallest bundle of code and relationships that answers a query, within a token budget.
+
+        :param query: the question, words, an identifier, or a "quoted" exact name.
+        :param max_tokens: the budget; the bundle's text never counts more tokens (50..200000).
+        :param limit_entities: ranked entities wanted (1..1000); their 1-hop callees may follow.
+        :param task_type: "auto" (classify the query) or a task type: explain, debug, extend, review,
+            locate, general.
+        :param verbosity: minimal, standard, verbose or diagnostic; standard and up include raw source
+            (as do the debug and review task types).
+        :param expand_deps: add the entities' 1-hop callees after them.
+        :return: the bundle, with its sufficiency score and side signals.
+        :raises ValueError: an empty query, or a budget, limit, task type or verbosity out of range.
+        :raises StoreError: the index cannot be read.
+        """
+        validate_budget(max_tokens)
+        validate_query(query, limit_entities)
+        chosen_verbosity = parse_verbosity(verbosity)
+        from knowcode.llm.query_classifier import classify, parse_task_type  # the facade composes stages
+
+        chosen_task = task_type if isinstance(task_type, TaskType) else parse_task_type(task_type)
+        confidence = 1.0
+        if chosen_task is None:
+            classification = classify(query)
+            chosen_task, confidence = classification.task_type, classification.confidence
+        counter = self.token_counter()
+        orchestrator = self.orchestrator()
+        result = orchestrator.retrieve(query, limit_entities=limit_entities, max_tokens=max_tokens,
+                                       expand_deps=expand_deps)
+        return synthesize(result, orchestrator.store, self.root, max_tokens=max_tokens, task_type=chosen_task,
+                          task_confidence=confidence, verbosity=chosen_verbosity, counter=counter)
 
     def close(self) -> None:
         """Release the read connection (the facade reopens it on the next query)."""

@@ -198,3 +198,63 @@ class Verbosity(str, Enum):
     def level(self) -> int:
         """Position on the ladder, so levels compare (`verbosity.level >= Verbosity.STANDARD.level`)."""
         return list(Verbosity).index(self)
+
+
+@dataclass(frozen=True, slots=True)
+class SelectedEntity:
+    """An entity whose block made it into a context bundle; `source` is the retriever that found it
+    (exact, sparse, dense, hybrid or dependency), never code."""
+
+    id: str
+    qualified_name: str
+    kind: str
+    path: str
+    start_line: int
+    end_line: int
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One retrieved hit behind a context bundle, in retrieval rank order (1-based)."""
+
+    rank: int
+    chunk_id: str
+    entity_id: str
+    score: float
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBundle:
+    """A token-budgeted context for one query (spec: Context synthesis).
+
+    The dataclass always holds every field; the verbosity decides which ones a rendering shows
+    (``render.context_json``). `sufficiency_score` is the spec's section-coverage score; retrieval
+    confidence, leg agreement and index freshness are separate signals, never mixed into it.
+    """
+
+    query: str
+    task_type: TaskType
+    task_confidence: float  # 1.0 when the caller named the task type
+    retrieval_mode: RetrievalMode
+    verbosity: Verbosity
+    max_tokens: int
+    context_text: str  # Markdown: per entity path:lines, signature, docstring, source or summary, relations
+    total_tokens: int  # of context_text, by the configured token encoding; never above max_tokens
+    token_encoding: str
+    source_included: bool  # the response profile allowed raw source
+    truncated: bool
+    truncation: tuple[str, ...]  # what was cut or left out, one line each
+    sufficiency_score: float  # spec: _calculate_sufficiency, in [0, 1]
+    sections_present: tuple[str, ...]  # the template sections that made it in, in template order
+    retrieval_confidence: float  # relative score margin of hit 1 over hit 2, in [0, 1]
+    leg_agreement: float | None  # share of hits found by both sparse and dense legs; None unless hybrid
+    files_changed_since_index: int  # of the bundle's files, changed or gone on disk since indexing
+    changed_files: tuple[str, ...]
+    selected_entities: tuple[SelectedEntity, ...]
+    evidence: tuple[Evidence, ...]
+    errors: tuple[str, ...]
+    baseline_tokens: int  # tokens of the whole files the selected entities live in
+    reduction_factor: float  # baseline_tokens / total_tokens (0.0 for an empty bundle)
+    reduction_summary: str  # "N tokens instead of M (x-fold)"

@@ -7,13 +7,23 @@ import json
 from typing import Any
 
 from knowcode.indexing import IndexReport
-from knowcode.models import IndexStats, SearchResults
+from knowcode.models import ContextBundle, IndexStats, SearchResults, Verbosity
 
 MAX_LISTED_PATHS = 10  # per change kind in a human summary; --json has them all
 SNIPPET_LINES = 3  # non-blank lines of code shown under each search hit
 # Fields of a search hit in JSON: search never carries source text (agents pay for every token).
 SEARCH_HIT_FIELDS = ("path", "start_line", "end_line", "score", "entity_id", "name", "qualified_name",
                      "kind", "source")
+# spec: Context synthesis — the verbosity ladder; each level adds fields to the one before. The side
+# signals sit beside the sufficiency score, and errors are never hidden (nothing is silent).
+CONTEXT_FIELDS: dict[Verbosity, tuple[str, ...]] = {
+    Verbosity.MINIMAL: ("context_text", "sufficiency_score", "retrieval_confidence", "leg_agreement",
+                        "files_changed_since_index", "total_tokens", "max_tokens", "baseline_tokens",
+                        "reduction_factor", "reduction_summary", "errors"),
+    Verbosity.STANDARD: ("query", "task_type", "task_confidence", "retrieval_mode", "source_included",
+                         "truncated", "truncation", "changed_files"),
+    Verbosity.VERBOSE: ("selected_entities", "evidence", "sections_present"),
+}
 
 
 def to_json(value: Any) -> str:
@@ -89,4 +99,44 @@ def search_text(results: SearchResults) -> str:
     if not results:
         lines.append("no results")
     lines.append(f"mode: {results.mode.value}")
+    return "\n".join(lines)
+
+
+def context_fields(verbosity: Verbosity) -> tuple[str, ...]:
+    """The ContextBundle fields a response at this verbosity carries (diagnostic: every field)."""
+    if verbosity is Verbosity.DIAGNOSTIC:
+        return tuple(field.name for field in dataclasses.fields(ContextBundle))
+    return tuple(name for level, names in CONTEXT_FIELDS.items() if level.level <= verbosity.level
+                 for name in names)
+
+
+def context_data(bundle: ContextBundle, verbosity: Verbosity) -> dict[str, Any]:
+    """The bundle as plain data, limited to the fields of a verbosity level."""
+    data = dataclasses.asdict(bundle)
+    return {name: data[name] for name in context_fields(verbosity)}
+
+
+def context_json(bundle: ContextBundle, verbosity: Verbosity) -> str:
+    """The `knowcode context --json` document."""
+    return json.dumps(context_data(bundle, verbosity), indent=2, default=str)
+
+
+def context_markdown(bundle: ContextBundle, verbosity: Verbosity) -> str:
+    """The bundle's Markdown, then one line per signal the verbosity level carries."""
+    lines = [f"[{error}]" for error in bundle.errors]
+    lines.append(bundle.context_text or "_No context: nothing fit or nothing matched._")
+    lines += ["", "---",
+              f"tokens: {bundle.total_tokens} of {bundle.max_tokens} ({bundle.token_encoding}); "
+              f"{bundle.reduction_summary}",
+              f"sufficiency: {bundle.sufficiency_score:.2f}; retrieval confidence: "
+              f"{bundle.retrieval_confidence:.2f}; leg agreement: "
+              + ("n/a" if bundle.leg_agreement is None else f"{bundle.leg_agreement:.2f}")
+              + f"; files changed since indexing: {bundle.files_changed_since_index}"]
+    if verbosity.level >= Verbosity.STANDARD.level:
+        lines.append(f"query: {bundle.query}; task: {bundle.task_type.value} "
+                     f"({bundle.task_confidence:.2f}); mode: {bundle.retrieval_mode.value}; "
+                     f"source: {'included' if bundle.source_included else 'summary only'}")
+        lines += [f"truncated: {item}" for item in bundle.truncation]
+    if verbosity.level >= Verbosity.VERBOSE.level:
+        lines += [f"evidence {e.rank}: {e.entity_id} ({e.score:.4f}, {e.source})" for e in bundle.evidence]
     return "\n".join(lines)

@@ -347,3 +347,86 @@ def test_search_help(runner: CliRunner) -> None:
     for option in ("--repo", "--limit", "--store", "--json", "--config"):
         assert option in result.stdout
     assert "search" in run(runner, "--help").stdout
+
+
+# --- context --------------------------------------------------------------------------------------
+
+CONTEXT_MINIMAL_KEYS = {"context_text", "sufficiency_score", "retrieval_confidence", "leg_agreement",
+                        "files_changed_since_index", "total_tokens", "max_tokens", "baseline_tokens",
+                        "reduction_factor", "reduction_summary", "errors"}
+CONTEXT_STANDARD_KEYS = CONTEXT_MINIMAL_KEYS | {"query", "task_type", "task_confidence", "retrieval_mode",
+                                               "source_included", "truncated", "truncation", "changed_files"}
+CONTEXT_VERBOSE_KEYS = CONTEXT_STANDARD_KEYS | {"selected_entities", "evidence", "sections_present"}
+
+
+def test_context_help(runner: CliRunner) -> None:
+    result = run(runner, "context", "--help")
+    assert result.exit_code == 0
+    for option in ("--repo", "--store", "--config", "--max-tokens", "--limit", "--task", "--verbosity",
+                   "--json"):
+        assert option in result.stdout
+    assert "context" in run(runner, "--help").stdout
+
+
+def test_context_markdown_output(runner: CliRunner, repo: Path, store: Path) -> None:
+    result = run(runner, "context", "area", "--repo", repo, "--store", store)
+    assert result.exit_code == 0, result.output
+    assert "`shapes.Circle.area` (method) — shapes.py:2-3" in result.stdout
+    assert "def area(self) -> float" in result.stdout
+    assert "return 3.14" not in result.stdout  # summary-first at minimal verbosity
+    assert "\ntokens: " in result.stdout and "sufficiency: " in result.stdout
+    assert "mode:" not in result.stdout
+
+
+def test_context_markdown_standard_verbosity_adds_source_and_mode(runner: CliRunner, repo: Path,
+                                                                  store: Path) -> None:
+    result = run(runner, "context", "circle area", "--repo", repo, "--store", store,
+                 "--verbosity", "standard")
+    assert result.exit_code == 0, result.output
+    assert "return 3.14" in result.stdout
+    assert "mode: hybrid" in result.stdout
+
+
+@pytest.mark.parametrize(("verbosity", "keys"), [
+    ("minimal", CONTEXT_MINIMAL_KEYS),
+    ("standard", CONTEXT_STANDARD_KEYS),
+    ("verbose", CONTEXT_VERBOSE_KEYS),
+    ("diagnostic", CONTEXT_VERBOSE_KEYS | {"verbosity", "token_encoding"}),
+])
+def test_context_json_fields_by_verbosity(runner: CliRunner, repo: Path, store: Path, verbosity: str,
+                                          keys: set[str]) -> None:
+    data = run_json(runner, "context", "circle area", "--repo", repo, "--store", store, "--json",
+                    "--verbosity", verbosity, "--max-tokens", "500")
+    assert set(data) == keys
+    assert type(data["total_tokens"]) is int and data["total_tokens"] <= data["max_tokens"] == 500
+    assert 0.0 <= data["sufficiency_score"] <= 1.0
+    assert "shapes.py" in data["context_text"]
+    if "evidence" in data:
+        assert set(data["evidence"][0]) == {"rank", "chunk_id", "entity_id", "score", "source"}
+        assert set(data["selected_entities"][0]) == {"id", "qualified_name", "kind", "path", "start_line",
+                                                     "end_line", "source"}
+    if "task_type" in data:
+        assert data["retrieval_mode"] == "hybrid"
+        assert data["task_type"] in {"explain", "debug", "extend", "review", "locate", "general"}
+
+
+def test_context_task_option(runner: CliRunner, repo: Path, store: Path) -> None:
+    data = run_json(runner, "context", "circle area", "--repo", repo, "--store", store, "--json",
+                    "--task", "review", "--verbosity", "standard")
+    assert (data["task_type"], data["task_confidence"]) == ("review", 1.0)
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--verbosity", "loud", "unknown verbosity 'loud'"),
+    ("--task", "fix", "unknown task type 'fix'"),
+    ("--max-tokens", "10", "max_tokens must be a whole number between 50 and 200000"),
+    ("--limit", "0", "limit must be between 1 and 1000"),
+])
+def test_context_bad_options_are_bad_input(runner: CliRunner, repo: Path, store: Path, option: str,
+                                           value: str, message: str) -> None:
+    result = run(runner, "context", "circle area", "--repo", repo, "--store", store, option, value)
+    assert result.exit_code == EXIT_BAD_INPUT == 2
+    assert message in result.stderr
+    assert result.stdout == ""
+    assert "Traceback" not in result.output
+    assert not store.exists()

@@ -125,23 +125,18 @@ class RetrievalOrchestrator:
                 if chunk.id not in scores:
                     scores[chunk.id] = FusedCandidate(chunk.id, floor, None, None)
                     ids.append(chunk.id)
-        chunks = self.store.chunks_by_id(ids)
-        entities = {e.id: e for e in self.store.entities_by_id({c.entity_id for c in chunks.values()})}
-        mtimes = self.store.file_mtimes({c.path for c in chunks.values()})
+        rows = self.store.chunks_with_owners(ids)
         found = []
         for chunk_id in ids:
-            found_chunk = chunks.get(chunk_id)
-            owner = entities.get(found_chunk.entity_id) if found_chunk else None
-            if found_chunk is None or owner is None:
+            if chunk_id not in rows:
                 continue  # stale id from an index built before the last commit
-            chunk = found_chunk
+            chunk, owner, mtime = rows[chunk_id]
             entity = next((d for d in definitions if d.path == chunk.path
                            and chunk.start_line <= d.start_line <= chunk.end_line), owner)
             fused_candidate = scores[chunk_id]
             source = (HitSource.HYBRID if fused_candidate.sparse_rank is not None
                       and fused_candidate.dense_rank is not None
                       else HitSource.DENSE if fused_candidate.dense_rank is not None else HitSource.SPARSE)
-            mtime = mtimes.get(chunk.path, 0.0)
             found.append((Candidate(chunk, entity, fused_candidate.score, mtime), source))
         return found
 

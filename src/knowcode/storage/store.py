@@ -57,12 +57,12 @@ _RELATIONSHIP_COLUMNS = "source_id, kind, target_name, target_id, path, line, al
 _CHUNK_COLUMNS = "id, path, entity_id, start_line, end_line, text, index_text, tokens"
 
 
-def _entity(row: sqlite3.Row) -> Entity:
+def _entity(row: Sequence[Any]) -> Entity:
     return Entity(row[0], row[1], EntityKind(row[2]), row[3], row[4], row[5], row[6], row[7], row[8],
                   row[9], row[10])
 
 
-def _relationship(row: sqlite3.Row) -> Relationship:
+def _relationship(row: Sequence[Any]) -> Relationship:
     return Relationship(row[0], RelationKind(row[1]), row[2], row[3], row[4], row[5], row[6])
 
 
@@ -200,6 +200,17 @@ class Store:
         found = self._select_in(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN", ids, lambda r: Chunk(*r))
         return {chunk.id: chunk for chunk in found}
 
+    def chunks_with_owners(self, ids: Iterable[str]) -> dict[str, tuple[Chunk, Entity, float]]:
+        """For each chunk id: the chunk, the entity that owns it and its file's mtime, in one query
+        (the ranking stage reads all three for every candidate)."""
+        chunk_columns = ", ".join(f"c.{name.strip()}" for name in _CHUNK_COLUMNS.split(","))
+        entity_columns = ", ".join(f"e.{name.strip()}" for name in _ENTITY_COLUMNS.split(","))
+        width = len(_CHUNK_COLUMNS.split(","))
+        sql = (f"SELECT {chunk_columns}, {entity_columns}, f.mtime FROM chunks c "
+               "JOIN entities e ON e.id = c.entity_id JOIN files f ON f.path = c.path WHERE c.id IN")
+        rows = self._select_in(sql, ids, tuple)
+        return {row[0]: (Chunk(*row[:width]), _entity(row[width:-1]), row[-1]) for row in rows}
+
     def existing_chunk_ids(self, ids: Iterable[str]) -> set[str]:
         """The given chunk ids that exist in the store."""
         return set(self._select_in("SELECT id FROM chunks WHERE id IN", ids, lambda row: str(row[0])))
@@ -245,6 +256,25 @@ class Store:
         rows = self._select_in("SELECT source_id, target_id, line FROM relationships WHERE kind = 'calls' "
                                "AND target_id IS NOT NULL AND source_id IN", entity_ids, tuple)
         return [(row[0], row[1]) for row in sorted(rows, key=lambda row: (row[0], row[2]))]
+
+    def callers(self, entity_ids: Iterable[str]) -> list[tuple[str, str]]:
+        """Resolved (callee id, caller id) call edges into the given entities, by path and line."""
+        rows = self._select_in("SELECT target_id, source_id, path, line FROM relationships "
+                               "WHERE kind = 'calls' AND target_id IN", entity_ids, tuple)
+        return [(row[0], row[1]) for row in sorted(rows, key=lambda row: (row[0], row[2], row[3], row[1]))]
+
+    def children(self, entity_ids: Iterable[str]) -> list[Entity]:
+        """The entities directly inside the given ones (a class's methods, a module's top level), in
+        file order."""
+        found = self._select_in(f"SELECT {_ENTITY_COLUMNS} FROM entities WHERE parent_id IN", entity_ids,
+                                _entity)
+        return sorted(found, key=lambda e: (e.path, e.start_line, e.id))
+
+    def file_records_in(self, paths: Iterable[str]) -> dict[str, FileRecord]:
+        """The indexed records of the given files (missing paths are left out)."""
+        found = self._select_in("SELECT path, language, content_hash, size, mtime, line_count FROM files "
+                                "WHERE path IN", paths, lambda row: FileRecord(*row))
+        return {record.path: record for record in found}
 
     def skipped(self) -> dict[str, str]:
         """Files the last run left out, with the reason."""

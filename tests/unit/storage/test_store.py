@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from knowcode.errors import SchemaVersionError, StoreError
-from knowcode.models import Entity, EntityKind, FileRecord
+from knowcode.models import Entity, EntityKind, FileRecord, RelationKind, Relationship
 from knowcode.storage import SCHEMA_VERSION, Store
 from knowcode.storage.store import DATABASE_NAME
 
@@ -74,4 +74,23 @@ def test_delete_files_removes_everything_derived(tmp_path: Path) -> None:
     with store.transaction():
         store.delete_files(["a.py"])
     assert store.counts()["files"] == 0 and store.entities() == []
+    store.close()
+
+
+def test_callers_children_and_file_records_of_given_ids(tmp_path: Path) -> None:
+    klass = Entity("k", "a.py", EntityKind.CLASS, "K", "a.K", "m", 1, 2, "class K", "", "python")
+    first = Entity("f", "a.py", EntityKind.METHOD, "f", "a.K.f", "k", 3, 4, "def f(self)", "", "python")
+    second = Entity("g", "a.py", EntityKind.METHOD, "g", "a.K.g", "k", 1, 2, "def g(self)", "", "python")
+    calls = [Relationship("g", RelationKind.CALLS, "f", "f", "a.py", 2),
+             Relationship("m", RelationKind.CALLS, "f", "f", "a.py", 1),
+             Relationship("m", RelationKind.CALLS, "x", None, "a.py", 1)]
+    store = Store.open(tmp_path)
+    with store.transaction():
+        store.insert([RECORD], [MODULE, klass, first, second], [])
+        store.insert_relationships(calls)
+    assert store.callers(["f"]) == [("f", "m"), ("f", "g")]  # by path and line
+    assert store.callers(["g", "x"]) == []  # unresolved calls have no callee id
+    assert [e.id for e in store.children(["k"])] == ["g", "f"]  # in file order
+    assert [e.id for e in store.children(["m"])] == ["k"]
+    assert store.file_records_in(["a.py", "missing.py"]) == {"a.py": RECORD}
     store.close()

@@ -1,0 +1,115 @@
+"""Context bundles on the public benchmark: bundle recall by token budget, against grep-and-read.
+
+For each query and each budget (500, 1,000, 2,000, 4,000 tokens) it asks `KnowCode.context` for a
+bundle (task type auto, verbosity minimal, dependencies expanded) and checks whether the bundle
+holds an annotated target: one of its entities lies in a target file, overlapping a target span
+(bench/README.md's path and line rules). The baseline, measured in the same run, is what an agent
+without an index does: grep the query's words, then read whole files, most matching first, until it
+has read a target file; its cost is the tokens of every file read. Both are counted with the same
+offline tokenizer.
+
+    python benchmarks/tokens.py --corpus DIR [--only flask ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_scoring import Hit, Query, Target, hit_matches
+from quality import RESULTS, code_view, find_bench_dir, load_repos, log, store_folder
+
+import knowcode
+from knowcode import AppConfig, KnowCode
+from knowcode.indexing.tokenizer import STOP_WORDS
+
+BUDGETS = (500, 1000, 2000, 4000)  # issue #4: the budgets to report
+GREP_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")  # words an agent would grep for (3+ characters)
+
+
+def _found(query: Query, spans: list[Hit]) -> bool:
+    return any(hit_matches(target, span) for target in query.targets for span in spans)
+
+
+def grep_and_read_tokens(kc: KnowCode, root: Path, query: Query) -> int | None:
+    """Tokens read by grepping the query's words and reading whole files until a target file is read.
+
+    Files are ordered by how many of the query's words they contain (ties: more occurrences, then
+    path). None when no file with any of the words is a target.
+    """
+    words = {w.lower() for w in GREP_WORD.findall(query.text) if w.lower() not in STOP_WORDS}
+    scored: list[tuple[int, int, str, str]] = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        lowered = text.lower()
+        present = [w for w in words if w in lowered]
+        if present:
+            occurrences = sum(lowered.count(w) for w in present)
+            scored.append((-len(present), -occurrences, path.relative_to(root).as_posix(), text))
+    spent = 0
+    counter = kc.token_counter()
+    for _, _, relative, text in sorted(scored):
+        spent += counter.count(text)
+        if any(hit_matches(Target(t.path), Hit(relative, 1, 1)) for t in query.targets):
+            return spent
+    return None
+
+
+def main() -> None:
+    """Run the benchmark and write benchmarks/results/tokens.json."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--corpus", type=Path, help="a folder made by get_corpus.py")
+    parser.add_argument("--bench", type=Path, help="the benchmark folder")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these repos")
+    parser.add_argument("--store-root", type=Path, help="where per-repo indexes go (default: a temp dir)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "tokens.json")
+    args = parser.parse_args()
+    repos = load_repos(find_bench_dir(args.bench), args.corpus, args.only)
+    rows: list[dict[str, Any]] = []
+    latencies: list[float] = []
+    with store_folder(args.store_root) as store_root:
+        for repo in repos:
+            tree = store_root / repo.name / "tree"
+            code_view(repo.root, tree)
+            kc = knowcode.open(tree, store=store_root / repo.name / "index", config=AppConfig())
+            kc.index()
+            for query in repo.queries:
+                row: dict[str, Any] = {"repo": repo.name, "query": query.text}
+                for budget in BUDGETS:
+                    started = time.perf_counter()
+                    bundle = kc.context(query.text, max_tokens=budget)
+                    latencies.append((time.perf_counter() - started) * 1000)
+                    spans = [Hit(e.path, e.start_line, e.end_line) for e in bundle.selected_entities]
+                    row[f"found_{budget}"] = _found(query, spans)
+                    row[f"tokens_{budget}"] = bundle.total_tokens
+                row["grep_tokens"] = grep_and_read_tokens(kc, tree, query)
+                rows.append(row)
+            log(f"[{repo.name}] recall@2000 "
+                f"{statistics.fmean(r['found_2000'] for r in rows if r['repo'] == repo.name):.2f}")
+    recall = {budget: round(statistics.fmean(r[f"found_{budget}"] for r in rows), 3) for budget in BUDGETS}
+    # Cost of reaching the target: the bundle (2,000-token budget) against grep-and-read, on the
+    # queries where both reach it.
+    both = [r for r in rows if r["found_2000"] and r["grep_tokens"] is not None]
+    ratios = [r["grep_tokens"] / max(1, r["tokens_2000"]) for r in both]
+    result = {
+        "measured_at": time.strftime("%Y-%m-%d %H:%M"), "queries": len(rows), "budgets": list(BUDGETS),
+        "bundle_recall": recall,
+        "median_bundle_tokens_2000": statistics.median(r["tokens_2000"] for r in both) if both else None,
+        "median_grep_tokens": statistics.median(r["grep_tokens"] for r in both) if both else None,
+        "median_token_ratio": round(statistics.median(ratios), 1) if ratios else None,
+        "grep_reaches_target": round(statistics.fmean(r["grep_tokens"] is not None for r in rows), 3),
+        "context_p50_ms": round(statistics.median(latencies), 2),
+        "rows": rows,
+    }
+    print(json.dumps({k: v for k, v in result.items() if k != "rows"}, indent=2))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
