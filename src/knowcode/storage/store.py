@@ -195,11 +195,6 @@ class Store:
         rows = self.connection.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks ORDER BY path, start_line")
         return [Chunk(*row) for row in rows]
 
-    def chunks_by_id(self, ids: Iterable[str]) -> dict[str, Chunk]:
-        """The chunks with the given ids (missing ids are left out)."""
-        found = self._select_in(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN", ids, lambda r: Chunk(*r))
-        return {chunk.id: chunk for chunk in found}
-
     def chunks_with_owners(self, ids: Iterable[str]) -> dict[str, tuple[Chunk, Entity, float]]:
         """For each chunk id: the chunk, the entity that owns it and its file's mtime, in one query
         (the ranking stage reads all three for every candidate)."""
@@ -246,10 +241,6 @@ class Store:
             "ORDER BY (length(text) - length(replace(text, ?, ''))) / length(?) DESC, path, start_line "
             "LIMIT ?", (text, text, text, limit))
         return [Chunk(*row) for row in rows]
-
-    def file_mtimes(self, paths: Iterable[str]) -> dict[str, float]:
-        """Modification time recorded for each given file."""
-        return dict(self._select_in("SELECT path, mtime FROM files WHERE path IN", paths, tuple))
 
     def callees(self, entity_ids: Iterable[str]) -> list[tuple[str, str]]:
         """Resolved (caller id, callee id) call edges out of the given entities, in source order."""
