@@ -48,11 +48,12 @@ class SymbolTable:
 def lookup_names(ref: Relationship) -> set[str]:
     """The entity names whose appearance or disappearance can change how `ref` resolves.
 
-    Calls and bases resolve among entities named like the last dotted part; an import may also
-    resolve to the module named by the part before it.
+    References resolve among entities named like the last dotted part; an import may also resolve
+    to the module named by the part before it, and a call through a receiver to a method of the
+    class that part names.
     """
     head, _, last = ref.target_name.rpartition(".")
-    if ref.kind is RelationKind.IMPORTS and head:
+    if head:  # an import's module, or the class a call's receiver may name
         return {last, head.rpartition(".")[2]}
     return {last}
 
@@ -124,6 +125,11 @@ def resolve_reference(ref: Relationship, table: SymbolTable) -> str | None:
         # Reached through an import: the imported module decides, even when it is outside the repo.
         full = _absolute(".".join(p for p in (bound[first], rest, name if receiver else "") if p), ref.path)
         return _unique([c for c in candidates if _dotted_match(c.qualified_name, full)])
+    if receiver and ref.kind is RelationKind.CALLS and not on_self:
+        # `Foo.create()` resolves among Foo's methods; `obj.get()` on a value of unknown type does
+        # not resolve at all (the unique `get` in the repository would be a guess).
+        classes = {c.id for c in table.types_by_name.get(receiver.rpartition(".")[2], [])}
+        return _unique([c for c in candidates if c.parent_id in classes]) if classes else None
     return _unique(candidates)
 
 

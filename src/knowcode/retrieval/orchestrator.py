@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from knowcode.indexing.tokenizer import tokenize
 from knowcode.models import Entity, HitSource, RetrievalMode, SearchHit
 from knowcode.retrieval.completeness import expand_dependencies, hit_for
 from knowcode.retrieval.embeddings import EmbeddingProvider, EmbeddingSpec, check_compatible
@@ -30,6 +29,9 @@ from knowcode.retrieval.reranker import Candidate, CrossEncoder, RankingSignals,
 from knowcode.retrieval.search_index import SearchIndex
 from knowcode.storage.store import Store
 
+# Which legs found a candidate -> its source; neither: a definition brought in by name.
+_SOURCE_OF_LEGS = {(True, True): HitSource.HYBRID, (True, False): HitSource.SPARSE,
+                   (False, True): HitSource.DENSE, (False, False): HitSource.EXACT}
 PER_ENTITY_TOKEN_CAP = 2000  # spec: Retrieval routing step 6 (the 200-token floor was removed)
 MAX_LIMIT = 1000  # more entities than this is a dump, not a search
 
@@ -104,8 +106,9 @@ class RetrievalOrchestrator:
                 return RetrievalMode.HYBRID, fused, {"sparse": len(sparse_ids), "dense": len(dense_ids)}
             except Exception as err:  # the dense leg (a provider, a model file) failed: fall back
                 errors.append(f"semantic retrieval failed, using keywords only: {err}")
-        keywords = " ".join(tokenize(query))
-        sparse = [cid for cid, _ in self.index.sparse.search(keywords, wanted * CANDIDATE_FACTOR)]
+        # Keyword extraction is the index's tokenizer (identifiers split, stems, no stop words),
+        # which the sparse leg applies to the query itself.
+        sparse = [cid for cid, _ in self.index.sparse.search(query, wanted * CANDIDATE_FACTOR)]
         fused = [FusedCandidate(cid, 1.0 / (RRF_K + rank + 1), rank, None)
                  for rank, cid in enumerate(sparse[:wanted])]
         return RetrievalMode.LEXICAL, fused, {"sparse": len(sparse)}
@@ -134,9 +137,8 @@ class RetrievalOrchestrator:
             entity = next((d for d in definitions if d.path == chunk.path
                            and chunk.start_line <= d.start_line <= chunk.end_line), owner)
             fused_candidate = scores[chunk_id]
-            source = (HitSource.HYBRID if fused_candidate.sparse_rank is not None
-                      and fused_candidate.dense_rank is not None
-                      else HitSource.DENSE if fused_candidate.dense_rank is not None else HitSource.SPARSE)
+            found_by = (fused_candidate.sparse_rank is not None, fused_candidate.dense_rank is not None)
+            source = _SOURCE_OF_LEGS[found_by]
             found.append((Candidate(chunk, entity, fused_candidate.score, mtime), source))
         return found
 

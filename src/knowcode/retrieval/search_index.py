@@ -26,7 +26,7 @@ from knowcode.storage.vector_store import VectorStore
 
 SEARCH_DIR_KEY = "search_dir"  # meta key: the folder holding the current search indexes
 SEARCH_GENERATION_KEY = "search_generation"  # meta key: the content generation they were built from
-SEARCH_PARAMS_KEY = "search_params"  # meta key: the BM25 parameters they were built with
+SEARCH_PARAMS_KEY = "search_params"  # meta key: BM25 k1 and b, and the embedded text length
 _SEARCH_PREFIX = "search-"
 _SPARSE = "sparse"
 _DENSE = "dense"

@@ -56,6 +56,9 @@ def table() -> SymbolTable:
     ("b.helper", "b.py", "missing", None),
     ("b.helper", "b.py", "other.missing", None),
     ("a.helper", "a.py", "tool.x.area", None),  # an import that leads outside the repo decides
+    ("b.helper", "b.py", "Shape.area", "a.Shape.area"),  # a receiver naming a class: its method
+    ("b.helper", "b.py", "shape.area", None),  # a value of unknown type: the unique `area`'s a guess
+    ("b.helper", "b.py", "obj.only_here", None),
 ])
 def test_calls(table: SymbolTable, source: str, path: str, target: str, expected: str | None) -> None:
     ref = Relationship(source, RelationKind.CALLS, target, None, path, 3)
@@ -81,6 +84,7 @@ def test_imports(table: SymbolTable, ref: Relationship, expected: str | None) ->
 
 
 def test_lookup_names_cover_what_resolution_reads() -> None:
-    assert lookup_names(Relationship("s", RelationKind.CALLS, "self.x.run", None, "a.py", 1)) == {"run"}
+    assert lookup_names(Relationship("s", RelationKind.CALLS, "self.x.run", None, "a.py", 1)) == {"run", "x"}
+    assert lookup_names(Relationship("s", RelationKind.CALLS, "run", None, "a.py", 1)) == {"run"}
     assert lookup_names(IMPORTS[0]) == {"tool", "util"}
     assert lookup_names(IMPORTS[1]) == {"other", "pkg"}
