@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -18,7 +20,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from knowcode import render
+from knowcode import mcp_server, render  # mcp_server imports the SDK only when it starts
+from knowcode.analysis.call_graph import MAX_DEPTH
 from knowcode.engine import KnowCode
 from knowcode.errors import KnowCodeError
 from knowcode.models import TaskType, Verbosity
@@ -39,7 +42,7 @@ T = TypeVar("T")
 
 
 def _fail(message: str, code: int) -> typer.Exit:
-    stderr.print(f"[bold red]error:[/] {message}", highlight=False)
+    stderr.print(f"[bold red]error:[/] {escape(message)}", highlight=False)  # "knowcode[mcp]" is no markup
     return typer.Exit(code)
 
 
@@ -139,6 +142,97 @@ def context(
                                                     task_type=task, verbosity=verbosity)
     level = bundle.verbosity
     typer.echo(render.context_json(bundle, level) if json else render.context_markdown(bundle, level))
+
+
+TargetArgument = Annotated[str, typer.Argument(
+    help="An entity id, a qualified name (pkg.mod.Class.method), a unique name, or path[:line].")]
+_DEPTH_HELP = f"Relationships to follow from the target (1-{MAX_DEPTH})."
+
+
+@app.command()
+def trace(
+    target: TargetArgument,
+    repo: RepoOption = Path(),
+    direction: Annotated[str, typer.Option("--direction", help="callers, callees or both.")] = "both",
+    depth: Annotated[int, typer.Option("--depth", help=_DEPTH_HELP)] = 2,
+    store: StoreOption = None,
+    config: ConfigOption = None,
+    json: JsonOption = False,
+) -> None:
+    """The call graph around an entity: who calls it and what it calls, a few calls deep."""
+    with _errors():
+        result = _open(repo, store, config).trace_calls(target, direction=direction, depth=depth)
+    typer.echo(render.to_json(result) if json else render.trace_text(result))
+
+
+@app.command()
+def impact(
+    target: TargetArgument,
+    repo: RepoOption = Path(),
+    depth: Annotated[int, typer.Option("--depth", help=_DEPTH_HELP)] = 3,
+    store: StoreOption = None,
+    config: ConfigOption = None,
+    json: JsonOption = False,
+) -> None:
+    """What a change to an entity can affect: callers, subclasses and importers, and theirs."""
+    with _errors():
+        result = _open(repo, store, config).impact(target, depth=depth)
+    typer.echo(render.to_json(result) if json else render.impact_text(result))
+
+
+MAX_CONNECTIONS = 64  # concurrent connections `serve` accepts; uvicorn answers 503 beyond it
+
+
+@app.command()
+def serve(
+    repo: RepoOption = Path(),
+    store: StoreOption = None,
+    config: ConfigOption = None,
+    host: Annotated[str, typer.Option(
+        "--host", help="Address to bind; anything but loopback needs KNOWCODE_API_TOKEN.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 8000,
+    watch: Annotated[bool, typer.Option("--watch", help="Re-index on change (not yet supported).")] = False,
+) -> None:
+    """Serve the HTTP API under /api/v1 (OpenAPI at /docs) for one repository."""
+    from knowcode.api_guard import TOKEN_ENV, server_token
+
+    if watch:
+        raise _fail("--watch is not yet supported by `knowcode serve`; re-index with POST /api/v1/reload "
+                    "or restart the server", EXIT_BAD_INPUT)
+    with _errors():
+        token = server_token(host, os.environ.get(TOKEN_ENV))
+    try:
+        import uvicorn
+
+        from knowcode.api import create_app
+    except ImportError as err:
+        raise _fail(f"`knowcode serve` needs the server extra ({err.name} is missing): "
+                    "pip install 'knowcode[server]'", EXIT_FAILURE) from None
+    with _errors():
+        engine = _open(repo, store, config)
+        report = _with_progress(engine.index)
+    stderr.print(render.index_report_text(report).splitlines()[0], highlight=False)
+    stderr.print(f"serving {engine.root} at http://{host}:{port}/api/v1 (OpenAPI: /docs); "
+                 f"auth: {'bearer token' if token else 'off, loopback only'}", highlight=False)
+    uvicorn.run(create_app(engine, token=token), host=host, port=port, log_level="warning",
+                access_log=False, limit_concurrency=MAX_CONNECTIONS, server_header=False)
+
+
+@app.command()
+def mcp(
+    repo: Annotated[list[Path] | None, typer.Option(
+        "--repo", help="Repository folder; repeat for several (the first is the default).",
+        show_default="current folder")] = None,
+    store: StoreOption = None,
+    config: ConfigOption = None,
+    transport: Annotated[str, typer.Option("--transport", help="stdio, or http (streamable HTTP at /mcp).")]
+    = "stdio",
+    host: Annotated[str, typer.Option("--host", help="HTTP address (loopback only).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="HTTP port.")] = mcp_server.DEFAULT_HTTP_PORT,
+) -> None:
+    """Serve search, context, call graphs and impact to AI coding agents over MCP (stdout: protocol only)."""
+    with _errors():
+        mcp_server.serve(repo or [Path()], store, config, transport=transport, host=host, port=port)
 
 
 def main() -> None:

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from knowcode.analysis import call_graph
 from knowcode.analysis.context_synthesizer import parse_verbosity, synthesize, validate_budget
+from knowcode.analysis.entity_context import entity_context
 from knowcode.analysis.token_counter import TokenCounter, default_counter
 from knowcode.config import AppConfig, default_store_dir, load_config
-from knowcode.indexing import IndexReport, index_repository
+from knowcode.indexing import IndexReport, index_repository, scan
 from knowcode.indexing.indexer import ProgressCallback
-from knowcode.models import ContextBundle, IndexStats, SearchResults, TaskType, Verbosity
+from knowcode.models import (
+    CallTrace,
+    ContextBundle,
+    EntityContext,
+    ImpactReport,
+    IndexStats,
+    SearchResults,
+    TaskType,
+    TraceDirection,
+    Verbosity,
+)
+from knowcode.paths import confine_target
 from knowcode.retrieval.cross_encoders import create_cross_encoder
 from knowcode.retrieval.embeddings import EmbeddingProvider, create_embedding_provider
 from knowcode.retrieval.orchestrator import RetrievalOrchestrator, RetrievalResult, validate_query
@@ -208,6 +221,91 @@ class KnowCode:
         indexed_at = meta.get("indexed_at")
         return IndexStats(root=str(self.root), store=str(self.store_dir),
                           indexed_at=float(indexed_at) if indexed_at else None, **counts)  # type: ignore[arg-type]
+
+    def trace_calls(self, target: str, direction: TraceDirection | str = "both", depth: int = 2) -> CallTrace:
+        """The call graph around an entity: its callers, its callees, or both.
+
+        :param target: an entity id, a qualified name (``pkg.mod.Class.method``), a unique name, or
+            an indexed ``path[:line]`` inside the repository.
+        :param direction: callers, callees or both.
+        :param depth: calls to follow (1..5); cycles are visited once and results are bounded.
+        :return: the root, the nodes reached (root first) and the call edges, with `truncated`.
+        :raises ValueError: a bad depth or direction, a target matching no entity or several, or a
+            path outside the repository.
+        :raises StoreError: the index cannot be read.
+        """
+        call_graph.validate_depth(depth)
+        call_graph.parse_direction(direction)
+        target = confine_target(self.root, target)
+        store = self.open_store()
+        try:
+            return call_graph.trace_calls(store, target, direction, depth)
+        finally:
+            store.close()
+
+    def impact(self, target: str, depth: int = 3) -> ImpactReport:
+        """What a change to an entity can affect: callers, subclasses, importers, transitively.
+
+        :param target: an entity id, a qualified name, a unique name, or an indexed ``path[:line]``.
+        :param depth: dependency steps to follow (1..5); 1 gives the direct dependents only.
+        :return: direct and transitive dependents, affected files and edges, with `truncated`.
+        :raises ValueError: a bad depth, a target matching no entity or several, or a path outside
+            the repository.
+        :raises StoreError: the index cannot be read.
+        """
+        call_graph.validate_depth(depth)
+        target = confine_target(self.root, target)
+        store = self.open_store()
+        try:
+            return call_graph.impact(store, target, depth)
+        finally:
+            store.close()
+
+    def entity_context(self, target: str) -> EntityContext:
+        """One entity with its signature, docstring, code and 1-hop neighbours.
+
+        :param target: an entity id, a qualified name, a unique name, or an indexed ``path[:line]``.
+        :return: the entity, its source lines (bounded) and its callers, callees, members, bases,
+            subclasses and importers (each list bounded).
+        :raises ValueError: a target matching no entity or several, or a path outside the repository.
+        :raises StoreError: the index cannot be read.
+        """
+        target = confine_target(self.root, target)
+        store = self.open_store()
+        try:
+            return entity_context(store, self.root, target)
+        finally:
+            store.close()
+
+    def changed_since_index(self) -> tuple[str, ...]:
+        """Files added, changed or deleted on disk since the last indexing run, sorted.
+
+        Files the last run could not parse count only once they change again (they are retried
+        with the next run anyway).
+
+        :return: root-relative paths.
+        :raises StoreError: the index cannot be read.
+        """
+        scanned = {f.path: (f.size, f.mtime) for f in scan(self.root, self.config.max_file_bytes).files}
+        store = self.open_store()
+        try:
+            indexed = {path: (r.size, r.mtime) for path, r in store.file_records().items()}
+            failed = set(store.skipped())
+        finally:
+            store.close()
+        return tuple(sorted(path for path in scanned.keys() | indexed.keys()
+                            if scanned.get(path) != indexed.get(path)
+                            and not (path in failed and path not in indexed)))
+
+    def refresh(self) -> IndexReport | None:
+        """Index on first use, and again whenever files changed since the last run.
+
+        :return: what the run changed, or None when the index was already up to date.
+        :raises StoreError: the store cannot be read or written.
+        """
+        if not self._fresh:
+            return self.index()
+        return self.index() if self.changed_since_index() else None
 
 
 def open(root: str | Path, store: str | Path | None = None,  # noqa: A001 - the documented API name

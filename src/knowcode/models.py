@@ -258,3 +258,91 @@ class ContextBundle:
     baseline_tokens: int  # tokens of the whole files the selected entities live in
     reduction_factor: float  # baseline_tokens / total_tokens (0.0 for an empty bundle)
     reduction_summary: str  # "N tokens instead of M (x-fold)"
+
+
+class TraceDirection(str, Enum):
+    """Which way a call trace walks from its root entity."""
+
+    CALLERS = "callers"  # who calls the root, then who calls them, ...
+    CALLEES = "callees"  # what the root calls, then what those call, ...
+    BOTH = "both"  # both walks, merged
+
+
+@dataclass(frozen=True, slots=True)
+class GraphNode:
+    """An entity reached in a call trace or an impact analysis, with a 1-based inclusive line span.
+
+    `depth` is the number of edges from the root (0 for the root itself); `via` says how it was
+    reached: "caller" or "callee" in a trace, "calls", "inherits" or "imports" in an impact analysis
+    ("" for the root).
+    """
+
+    id: str
+    qualified_name: str
+    kind: str
+    path: str
+    start_line: int
+    end_line: int
+    depth: int
+    via: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphEdge:
+    """A resolved relationship between two reached entities, written at `path`:`line`."""
+
+    source_id: str
+    target_id: str
+    kind: str  # calls, inherits or imports
+    path: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class CallTrace:
+    """The call graph around one entity: the root (first node), the nodes reached, the call edges
+    between them. `truncated` is True when a node or edge bound cut the walk short."""
+
+    root: GraphNode
+    direction: TraceDirection
+    depth: int
+    nodes: tuple[GraphNode, ...]
+    edges: tuple[GraphEdge, ...]
+    truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ImpactReport:
+    """What depends on an entity (or anything inside it): direct dependents (callers, subclasses,
+    importers) at depth 1, transitive ones up to `depth`, and the files they live in."""
+
+    target: GraphNode
+    depth: int
+    direct: tuple[GraphNode, ...]
+    transitive: tuple[GraphNode, ...]
+    affected_files: tuple[str, ...]
+    edges: tuple[GraphEdge, ...]
+    truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EntityContext:
+    """One entity with its code and its neighbours (each list capped; `truncated` when one was cut).
+
+    `source` holds the entity's own lines as they are on disk, at most a bounded number of them.
+    """
+
+    entity: GraphNode
+    signature: str
+    docstring: str
+    language: str
+    parent: str | None  # the qualified name of the enclosing entity
+    source: str
+    source_truncated: bool
+    members: tuple[GraphNode, ...]
+    callers: tuple[GraphNode, ...]
+    callees: tuple[GraphNode, ...]
+    bases: tuple[GraphNode, ...]  # what it inherits from
+    subclasses: tuple[GraphNode, ...]
+    importers: tuple[GraphNode, ...]  # modules that import it
+    truncated: bool

@@ -7,7 +7,15 @@ import json
 from typing import Any
 
 from knowcode.indexing import IndexReport
-from knowcode.models import ContextBundle, IndexStats, SearchResults, Verbosity
+from knowcode.models import (
+    CallTrace,
+    ContextBundle,
+    GraphNode,
+    ImpactReport,
+    IndexStats,
+    SearchResults,
+    Verbosity,
+)
 
 MAX_LISTED_PATHS = 10  # per change kind in a human summary; --json has them all
 SNIPPET_LINES = 3  # non-blank lines of code shown under each search hit
@@ -81,11 +89,23 @@ def stats_text(stats: IndexStats) -> str:
     ])
 
 
-def search_json(query: str, results: SearchResults) -> str:
-    """The `knowcode search --json` document: hits without source text, mode and errors."""
+def search_data(query: str, results: SearchResults) -> dict[str, Any]:
+    """Search results as plain data: hits without source text, mode and errors."""
     hits = [{name: getattr(hit, name) for name in SEARCH_HIT_FIELDS} for hit in results]
-    return json.dumps({"query": query, "mode": results.mode.value, "errors": list(results.errors),
-                       "hits": hits}, indent=2)
+    return {"query": query, "mode": results.mode.value, "errors": list(results.errors), "hits": hits}
+
+
+def search_json(query: str, results: SearchResults) -> str:
+    """The `knowcode search --json` document (see :func:`search_data`)."""
+    return json.dumps(search_data(query, results), indent=2)
+
+
+def compact_json(data: Any) -> str:
+    """Plain data or a dataclass as JSON without whitespace (what the MCP tools answer: every token
+    an agent reads costs it)."""
+    is_instance = dataclasses.is_dataclass(data) and not isinstance(data, type)
+    value = dataclasses.asdict(data) if is_instance else data
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def search_text(results: SearchResults) -> str:
@@ -139,4 +159,35 @@ def context_markdown(bundle: ContextBundle, verbosity: Verbosity) -> str:
         lines += [f"truncated: {item}" for item in bundle.truncation]
     if verbosity.level >= Verbosity.VERBOSE.level:
         lines += [f"evidence {e.rank}: {e.entity_id} ({e.score:.4f}, {e.source})" for e in bundle.evidence]
+    return "\n".join(lines)
+
+TRUNCATED_NOTICE = "truncated: the result reached its size bound; ask for a smaller depth"
+
+
+def _node_line(node: GraphNode) -> str:
+    via = f" ({node.via})" if node.via else ""
+    return (f"{'  ' * node.depth}{node.kind} {node.qualified_name}  "
+            f"{node.path}:{node.start_line}-{node.end_line}{via}")
+
+
+def trace_text(trace: CallTrace) -> str:
+    """A call trace as an indented list: the root, then each node by depth, then the bound notice."""
+    lines = [f"{trace.direction.value} of {trace.root.qualified_name} (depth {trace.depth}):"]
+    lines += [_node_line(node) for node in trace.nodes]
+    lines.append(f"{len(trace.nodes) - 1} entities, {len(trace.edges)} call edges")
+    if trace.truncated:
+        lines.append(TRUNCATED_NOTICE)
+    return "\n".join(lines)
+
+
+def impact_text(report: ImpactReport) -> str:
+    """An impact report: the target, direct and transitive dependents, affected files."""
+    target = report.target
+    lines = [f"impact of {target.kind} {target.qualified_name}  {target.path}:{target.start_line}-"
+             f"{target.end_line} (depth {report.depth}):",
+             f"direct dependents ({len(report.direct)}):", *map(_node_line, report.direct),
+             f"transitive dependents ({len(report.transitive)}):", *map(_node_line, report.transitive),
+             f"affected files ({len(report.affected_files)}):", *(f"  {p}" for p in report.affected_files)]
+    if report.truncated:
+        lines.append(TRUNCATED_NOTICE)
     return "\n".join(lines)

@@ -10,9 +10,16 @@ packing.py: :class:`~knowcode.analysis.packing.TaskTemplate` and :func:`~knowcod
 (greedy packing under the budget). sections.py: :class:`~knowcode.analysis.sections.Section`.
 token_counter.py: :class:`~knowcode.analysis.token_counter.TokenCounter` (the protocol) and
 :func:`~knowcode.analysis.token_counter.default_counter` (offline cl100k).
+call_graph.py: :func:`~knowcode.analysis.call_graph.trace_calls` (callers/callees, bounded, cycle-safe),
+:func:`~knowcode.analysis.call_graph.impact` (direct and transitive dependents, affected files) and
+:func:`~knowcode.analysis.call_graph.resolve_target` (an id, a name or path:line to one entity).
+entity_context.py: :func:`~knowcode.analysis.entity_context.entity_context` (one entity, its code and
+1-hop neighbours).
 """
 
+from knowcode.analysis.call_graph import impact, resolve_target, trace_calls
 from knowcode.analysis.context_synthesizer import TASK_TEMPLATES, parse_verbosity, synthesize, validate_budget
+from knowcode.analysis.entity_context import entity_context
 from knowcode.analysis.packing import TaskTemplate, pack
 from knowcode.analysis.sections import Section
 from knowcode.analysis.token_counter import TiktokenCounter, TokenCounter, default_counter
@@ -24,8 +31,12 @@ __all__ = [
     "TiktokenCounter",
     "TokenCounter",
     "default_counter",
+    "entity_context",
+    "impact",
     "pack",
     "parse_verbosity",
+    "resolve_target",
     "synthesize",
+    "trace_calls",
     "validate_budget",
 ]

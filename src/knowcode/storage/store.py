@@ -254,6 +254,33 @@ class Store:
                                "WHERE kind = 'calls' AND target_id IN", entity_ids, tuple)
         return [(row[0], row[1]) for row in sorted(rows, key=lambda row: (row[0], row[2], row[3], row[1]))]
 
+    def relationships_into(self, target_ids: Iterable[str],
+                           kinds: Iterable[RelationKind]) -> list[Relationship]:
+        """Resolved relationships of the given kinds that point at the given entities, by path and line."""
+        wanted = {kind.value for kind in kinds}
+        found = self._select_in(f"SELECT {_RELATIONSHIP_COLUMNS} FROM relationships WHERE target_id IN",
+                                target_ids, _relationship)
+        return sorted((r for r in found if r.kind.value in wanted),
+                      key=lambda r: (r.path, r.line, r.source_id, r.target_name))
+
+    def relationships_from(self, source_ids: Iterable[str],
+                           kinds: Iterable[RelationKind]) -> list[Relationship]:
+        """Resolved relationships of the given kinds out of the given entities, by path and line."""
+        wanted = {kind.value for kind in kinds}
+        found = self._select_in(f"SELECT {_RELATIONSHIP_COLUMNS} FROM relationships "
+                                "WHERE target_id IS NOT NULL AND source_id IN", source_ids, _relationship)
+        return sorted((r for r in found if r.kind.value in wanted),
+                      key=lambda r: (r.path, r.line, r.source_id, r.target_name))
+
+    def entities_at(self, path: str, line: int | None = None) -> list[Entity]:
+        """The entities of a file whose span holds a line (every one without a line), innermost first."""
+        sql = f"SELECT {_ENTITY_COLUMNS} FROM entities WHERE path = ?"
+        args: tuple[object, ...] = (path,)
+        if line is not None:
+            sql, args = sql + " AND start_line <= ? AND end_line >= ?", (path, line, line)
+        rows = self.connection.execute(sql + " ORDER BY end_line - start_line, start_line, id", args)
+        return [_entity(row) for row in rows]
+
     def children(self, entity_ids: Iterable[str]) -> list[Entity]:
         """The entities directly inside the given ones (a class's methods, a module's top level), in
         file order."""

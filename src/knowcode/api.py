@@ -1,0 +1,363 @@
+"""The HTTP API (`knowcode serve`): the facade's operations under ``/api/v1`` as JSON.
+
+Routes only check input, call the facade and render through :mod:`knowcode.render`, so the CLI's
+``--json``, this API and the MCP server print the same documents. The facade is not thread-safe, so
+queries run one at a time under a lock; ``POST /reload`` indexes with a second facade while queries
+go on, then swaps the index in.
+
+Freshness: every response that reads the index carries ``X-KnowCode-Indexed-At`` (when the last
+complete indexing run finished, RFC 3339 UTC) and ``X-KnowCode-Files-Changed`` (indexed files whose
+size or mtime on disk differ from the index, or that are gone; new files are not counted), checked at
+most every :data:`FRESHNESS_TTL_SECONDS`.
+
+Errors are ``{"error": {"code": ..., "message": ...}}`` with a code from :class:`ErrorCode`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Annotated, Any, TypeVar
+
+from fastapi import Depends, FastAPI, Path, Query
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
+
+from knowcode import __version__, render
+from knowcode.analysis.call_graph import MAX_DEPTH
+from knowcode.analysis.context_synthesizer import MAX_MAX_TOKENS, MIN_MAX_TOKENS
+from knowcode.analysis.signals import changed_since_index
+from knowcode.api_guard import MAX_BODY_BYTES, RequestGuard, error_body
+from knowcode.engine import KnowCode
+from knowcode.errors import KnowCodeError, StoreError
+from knowcode.models import TaskType, TraceDirection, Verbosity
+from knowcode.safety import check_text
+from knowcode.storage import Store
+
+API_PREFIX = "/api/v1"
+MAX_QUERY_CHARS = 2_000  # a question, not a document: longer text is almost certainly a mistake
+MAX_TARGET_CHARS = 512  # an entity id, a qualified name or a path:line
+MAX_HTTP_LIMIT = 100  # hits or entities per request over HTTP (the Python API allows 1000)
+FRESHNESS_TTL_SECONDS = 1.0  # how long a files-changed count is reused before the files are stat'ed again
+INDEXED_AT_HEADER = "X-KnowCode-Indexed-At"
+FILES_CHANGED_HEADER = "X-KnowCode-Files-Changed"
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class ErrorCode(str, Enum):
+    """The stable `error.code` values, each with its HTTP status."""
+
+    BAD_REQUEST = "bad_request"
+    UNAUTHORIZED = "unauthorized"
+    NOT_FOUND = "not_found"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
+    PAYLOAD_TOO_LARGE = "payload_too_large"
+    INTERNAL = "internal"
+    UNAVAILABLE = "unavailable"  # the index cannot be read (missing, newer schema, locked)
+
+    @property
+    def status(self) -> int:
+        """The HTTP status sent with this code."""
+        return _STATUS[self]
+
+
+_STATUS = {ErrorCode.BAD_REQUEST: 400, ErrorCode.UNAUTHORIZED: 401, ErrorCode.NOT_FOUND: 404,
+           ErrorCode.METHOD_NOT_ALLOWED: 405, ErrorCode.PAYLOAD_TOO_LARGE: 413, ErrorCode.INTERNAL: 500,
+           ErrorCode.UNAVAILABLE: 503}
+_CODE_OF_STATUS = {status: code for code, status in _STATUS.items()}
+
+
+class ApiError(Exception):
+    """An error the API reports as ``{"error": {"code", "message"}}``."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _translate(err: Exception) -> ApiError:
+    """Map an error from the facade to its API code (LookupError: an unknown entity)."""
+    if isinstance(err, ApiError):
+        return err
+    if isinstance(err, LookupError):
+        return ApiError(ErrorCode.NOT_FOUND, str(err).strip("'\""))
+    if isinstance(err, ValueError):
+        return ApiError(ErrorCode.BAD_REQUEST, str(err))
+    if isinstance(err, StoreError):
+        return ApiError(ErrorCode.UNAVAILABLE, str(err))
+    if isinstance(err, KnowCodeError):
+        return ApiError(ErrorCode.INTERNAL, str(err))
+    logger.exception("internal error")
+    return ApiError(ErrorCode.INTERNAL, f"internal error ({type(err).__name__}); see the server log")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Freshness:
+    """How current the index is: when it was built, and how many indexed files changed since."""
+
+    indexed_at: float | None
+    files_changed: int
+    checked_at: float
+
+    def headers(self) -> dict[str, str]:
+        """The freshness headers of a response."""
+        stamp = "" if self.indexed_at is None else datetime.fromtimestamp(
+            self.indexed_at, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return {INDEXED_AT_HEADER: stamp, FILES_CHANGED_HEADER: str(self.files_changed)}
+
+
+class Service:
+    """One facade shared by every request: queries under a lock, freshness cached, reloads aside."""
+
+    def __init__(self, engine: KnowCode) -> None:
+        self.engine = engine
+        self._lock = threading.Lock()  # the facade (its store connection, its search threads)
+        self._reload_lock = threading.Lock()  # one re-index at a time
+        self._freshness_lock = threading.Lock()
+        self._freshness: Freshness | None = None
+
+    def call(self, work: Callable[[KnowCode], T]) -> tuple[T, Freshness]:
+        """Run `work` on the facade, then read freshness; errors come out as :class:`ApiError`."""
+        try:
+            with self._lock:
+                result = work(self.engine)
+            return result, self.freshness()
+        except Exception as err:
+            raise _translate(err) from err
+
+    def freshness(self) -> Freshness:
+        """The index's freshness, read on its own connection and cached for FRESHNESS_TTL_SECONDS.
+
+        :raises StoreError: the index cannot be read.
+        """
+        with self._freshness_lock:
+            now = time.monotonic()
+            cached = self._freshness
+            if cached is not None and now - cached.checked_at < FRESHNESS_TTL_SECONDS:
+                return cached
+            store = Store.open(self.engine.store_dir, create=False)
+            try:
+                stamp = store.meta().get("indexed_at")
+                changed = changed_since_index(store, self.engine.root, store.file_records())
+            finally:
+                store.close()
+            self._freshness = Freshness(float(stamp) if stamp else None, len(changed), now)
+            return self._freshness
+
+    def reload(self) -> str:
+        """Re-index now with a second facade, then point queries at the new index; the report as JSON."""
+        with self._reload_lock:
+            try:
+                indexer = KnowCode(self.engine.root, self.engine.store_dir, self.engine.config)
+                try:
+                    report = indexer.index()
+                finally:
+                    indexer.close()
+            except Exception as err:
+                raise _translate(err) from err
+            with self._lock:
+                self.engine.close()  # the next query opens the new generation
+            with self._freshness_lock:
+                self._freshness = None
+        return render.index_report_json(report)
+
+
+class ContextQuery(BaseModel):
+    """The body of ``POST /context/query``: the facade's `context` arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS,
+                       description='The question, words, an identifier or a "quoted exact name".')
+    max_tokens: int = Field(6000, ge=MIN_MAX_TOKENS, le=MAX_MAX_TOKENS, description="Token budget.")
+    task_type: str = Field("auto", description="auto (classify the query) or a task type.",
+                           json_schema_extra={"enum": ["auto", *(task.value for task in TaskType)]})
+    verbosity: Verbosity = Field(Verbosity.MINIMAL, description="Which fields the bundle carries.")
+    limit_entities: int = Field(3, ge=1, le=MAX_HTTP_LIMIT, description="Ranked entities wanted.")
+    expand_deps: bool = Field(True, description="Add the entities' 1-hop callees after them.")
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong."""
+
+    code: ErrorCode
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    """Every error response."""
+
+    error: ErrorDetail
+
+
+def _json(body: str | dict[str, Any], freshness: Freshness | None = None) -> Response:
+    text = body if isinstance(body, str) else json.dumps(body, indent=2, default=str)
+    return Response(text, media_type="application/json",
+                    headers=freshness.headers() if freshness is not None else None)
+
+
+def _text(value: str, what: str, max_chars: int) -> str:
+    try:
+        return check_text(value, what, max_chars)
+    except ValueError as err:
+        raise ApiError(ErrorCode.BAD_REQUEST, str(err)) from None
+
+
+def _entity_ref(value: str) -> str:
+    """An entity id, a (qualified) name or ``path[:line]``; the facade confines paths to the root."""
+    text = _text(value, "entity", MAX_TARGET_CHARS).strip()
+    if not text:
+        raise ApiError(ErrorCode.BAD_REQUEST, "the entity is empty: pass an id, a qualified name or a path")
+    return text
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorResponse} for status in (400, 401, 404, 413, 500, 503)}
+_TARGET_HELP = "An entity id, a qualified name, a unique name, or an indexed path[:line] inside the root."
+EntityRef = Annotated[str, Path(min_length=1, max_length=MAX_TARGET_CHARS, description=_TARGET_HELP)]
+Target = Annotated[str, Query(min_length=1, max_length=MAX_TARGET_CHARS, description=_TARGET_HELP)]
+Depth = Annotated[int, Query(ge=1, le=MAX_DEPTH, description="Edges to follow.")]
+
+
+def create_app(engine: KnowCode, *, token: str | None, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
+    """The HTTP API over one repository.
+
+    :param engine: the facade; it is indexed on first use if it was not already.
+    :param token: when set, every request needs ``Authorization: Bearer <token>``.
+    :param max_body_bytes: the largest request body accepted (413 above it).
+    :return: the ASGI application.
+    """
+    service = Service(engine)
+    security = [Depends(HTTPBearer(auto_error=False))] if token else []  # documents it; the guard checks
+    app = FastAPI(title="KnowCode", version=__version__, dependencies=security,
+                  description="Ranked code, context bundles and call graphs for one repository.")
+    app.add_middleware(RequestGuard, token=token, max_body_bytes=max_body_bytes)
+    _add_error_handlers(app)
+
+    def run(work: Callable[[KnowCode], str | dict[str, Any]]) -> Response:
+        body, freshness = service.call(work)
+        return _json(body, freshness)
+
+    @app.get(f"{API_PREFIX}/health", responses=_ERRORS)
+    def health() -> Response:
+        """Liveness and index freshness."""
+        def work(kc: KnowCode) -> dict[str, Any]:
+            kc.ensure_indexed()
+            return {"status": "ok", "version": __version__, "root": str(kc.root)}
+
+        body, freshness = service.call(work)
+        return _json({**body, "indexed_at": freshness.indexed_at,
+                      "files_changed_since_index": freshness.files_changed}, freshness)
+
+    @app.get(f"{API_PREFIX}/search", responses=_ERRORS)
+    def search(q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS,
+                                       description='Words, an identifier or a "quoted exact name".')],
+               limit: Annotated[int, Query(ge=1, le=MAX_HTTP_LIMIT)] = 10) -> Response:
+        """Ranked code: one hit per entity, best first (as `knowcode search --json`)."""
+        query = _text(q, "query", MAX_QUERY_CHARS)
+        return run(lambda kc: render.search_json(query, kc.search(query, limit=limit)))
+
+    @app.post(f"{API_PREFIX}/context/query", responses=_ERRORS)
+    def context_query(request: ContextQuery) -> Response:
+        """A token-budgeted context bundle (as `knowcode context --json`)."""
+        query = _text(request.query, "query", MAX_QUERY_CHARS)
+
+        def work(kc: KnowCode) -> str:
+            bundle = kc.context(query, max_tokens=request.max_tokens, limit_entities=request.limit_entities,
+                                task_type=request.task_type, verbosity=request.verbosity,
+                                expand_deps=request.expand_deps)
+            return render.context_json(bundle, bundle.verbosity)
+
+        return run(work)
+
+    @app.get(API_PREFIX + "/entities/{entity_id:path}", responses=_ERRORS)
+    def entity(entity_id: EntityRef) -> Response:
+        """One entity: signature, docstring, source lines and 1-hop neighbours (each list bounded)."""
+        ref = _entity_ref(entity_id)
+        return run(lambda kc: render.to_json(kc.entity_context(ref)))
+
+    def trace(ref: str, direction: TraceDirection, depth: int) -> Response:
+        return run(lambda kc: render.to_json(kc.trace_calls(ref, direction, depth)))
+
+    @app.get(API_PREFIX + "/callers/{entity_id:path}", responses=_ERRORS)
+    def callers(entity_id: EntityRef, depth: Depth = 1) -> Response:
+        """Who calls an entity, then who calls them, up to `depth`."""
+        return trace(_entity_ref(entity_id), TraceDirection.CALLERS, depth)
+
+    @app.get(API_PREFIX + "/callees/{entity_id:path}", responses=_ERRORS)
+    def callees(entity_id: EntityRef, depth: Depth = 1) -> Response:
+        """What an entity calls, then what those call, up to `depth`."""
+        return trace(_entity_ref(entity_id), TraceDirection.CALLEES, depth)
+
+    @app.get(f"{API_PREFIX}/trace_calls", responses=_ERRORS)
+    def trace_calls(target: Target, direction: TraceDirection = TraceDirection.BOTH,
+                    depth: Depth = 2) -> Response:
+        """The call graph around an entity: callers, callees or both; cycles visited once, bounded."""
+        return trace(_entity_ref(target), direction, depth)
+
+    @app.get(f"{API_PREFIX}/impact", responses=_ERRORS)
+    def impact(target: Target, depth: Depth = 3) -> Response:
+        """What a change to an entity can affect: direct and transitive dependents, affected files."""
+        ref = _entity_ref(target)
+        return run(lambda kc: render.to_json(kc.impact(ref, depth)))
+
+    @app.get(f"{API_PREFIX}/stats", responses=_ERRORS)
+    def stats() -> Response:
+        """Index totals (as `knowcode stats --json`)."""
+        return run(lambda kc: render.to_json(kc.stats()))
+
+    @app.post(f"{API_PREFIX}/reload", responses=_ERRORS)
+    def reload() -> Response:
+        """Re-index now (only changed files are parsed); queries go on meanwhile. The index report."""
+        report = service.reload()
+        return _json(report, service.call(lambda _: None)[1])
+
+    return app
+
+
+def _error(code: ErrorCode, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(error_body(code.value, message), status_code=code.status, headers=headers)
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    async def api_error(_: Request, err: Exception) -> Response:
+        assert isinstance(err, ApiError)
+        return _error(err.code, err.message)
+
+    async def validation_error(_: Request, err: Exception) -> Response:
+        assert isinstance(err, RequestValidationError)
+        problems = []
+        for item in err.errors()[:5]:
+            where = ".".join(str(part) for part in item.get("loc", ()) if part != "body") or "request"
+            problems.append(f"{where}: {item.get('msg', 'invalid')}")
+        return _error(ErrorCode.BAD_REQUEST, "; ".join(problems) or "invalid request")
+
+    async def http_error(_: Request, err: Exception) -> Response:
+        assert isinstance(err, StarletteHTTPException)
+        fallback = ErrorCode.BAD_REQUEST if err.status_code < 500 else ErrorCode.INTERNAL
+        code = _CODE_OF_STATUS.get(err.status_code, fallback)
+        response = _error(code, str(err.detail), headers=dict(err.headers or {}))
+        response.status_code = err.status_code
+        return response
+
+    async def unexpected(_: Request, err: Exception) -> Response:
+        translated = _translate(err)
+        return _error(translated.code, translated.message)
+
+    app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(Exception, unexpected)

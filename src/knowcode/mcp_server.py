@@ -1,0 +1,328 @@
+"""`knowcode mcp`: KnowCode's tools for AI coding agents, over the Model Context Protocol.
+
+Built on the official ``mcp`` SDK, major version 2 (``mcp.server.mcpserver.MCPServer``), imported only
+when the server starts, so the rest of KnowCode works without the ``mcp`` extra. Over stdio the SDK
+serves the protocol from a private copy of stdout and points the process's own stdout at stderr, so
+nothing but protocol can reach the client; logs go to stderr. Streamable HTTP binds loopback only.
+
+Each repository has one :class:`~knowcode.engine.KnowCode` facade, used by one tool call at a time.
+It is indexed on first use, and every call first brings it up to date (only changed files are parsed).
+Tool failures reach the agent as error text, never as a crash of the server.
+"""
+
+# No `from __future__ import annotations` here: the SDK reads the tools' parameter annotations at run
+# time, and they name types imported lazily inside build_server.
+
+import hashlib
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+
+from knowcode import render
+from knowcode.analysis.call_graph import MAX_DEPTH
+from knowcode.config import AppConfig
+from knowcode.engine import KnowCode
+from knowcode.errors import KnowCodeError
+from knowcode.indexing import IndexReport
+from knowcode.safety import check_text
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+logger = logging.getLogger(__name__)
+
+MCP_REQUIREMENT = "mcp>=2.3,<3"  # the SDK major version this module is written against (pyproject: mcp extra)
+INSTALL_HINT = 'pip install "knowcode[mcp]"'
+SERVER_NAME = "knowcode"
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})  # streamable HTTP has no auth: loopback only
+DEFAULT_HTTP_PORT = 8765
+MAX_QUERY_CHARS = 4000  # a query or question; longer text is a pasted file, not a query
+MAX_TARGET_CHARS = 1000  # an entity id, qualified name or path[:line]
+MAX_LISTED = 20  # paths per list in index_status (changed, skipped, failed): the counts are complete
+
+T = TypeVar("T")
+
+# Tool descriptions: the agent pays for them on every turn, so each says what it returns in one line.
+DESCRIPTIONS = {
+    "search_codebase": "Ranked code for a query (words, identifier or \"exact name\"): path, lines, "
+                       "entity, score per hit; no source text.",
+    "retrieve_context_for_query": "Token-budgeted Markdown context for a question: the relevant code, "
+                                  "signatures and relations, with a sufficiency score.",
+    "get_entity_context": "One entity (id, qualified name, name or path:line): its source, signature, "
+                          "docstring, members, callers, callees, bases, subclasses, importers.",
+    "trace_calls": "Call graph around an entity: callers, callees or both, up to depth 5; nodes with "
+                   "path:lines, and call edges.",
+    "impact": "What a change to an entity affects: direct and transitive dependents (callers, "
+              "subclasses, importers) and affected files.",
+    "index_status": "Index freshness and totals: files changed since indexing, last update, languages, "
+                    "counts, skipped and failed files.",
+}
+
+
+class MissingExtraError(KnowCodeError):
+    """The ``mcp`` SDK is not installed."""
+
+
+@dataclass
+class Repository:
+    """One served repository: its facade, the lock that serialises its use, its last index run."""
+
+    name: str
+    engine: KnowCode
+    lock: threading.Lock
+    last_update: IndexReport | None = None
+    last_update_at: float | None = None
+
+
+def _store_for(root: Path, store: Path | None, several: bool) -> Path | None:
+    """One store folder per repository: `store` itself for one, a subfolder per root for several."""
+    if store is None or not several:
+        return store
+    digest = hashlib.sha256(str(root).encode()).hexdigest()[:12]
+    return store / f"{root.name or 'root'}-{digest}"
+
+
+class Repositories:
+    """The repositories one server answers for; the first is the default."""
+
+    def __init__(self, repositories: list[Repository]) -> None:
+        if not repositories:
+            raise ValueError("no repository to serve: pass --repo PATH")
+        self.items = repositories
+
+    @classmethod
+    def open(cls, roots: list[Path], store: Path | None = None,
+             config: AppConfig | Path | None = None) -> "Repositories":
+        """Open each root (nothing is indexed until a tool asks).
+
+        :param roots: repository folders, the default first; duplicates are dropped.
+        :param store: the index folder (a subfolder per repository when there are several).
+        :param config: settings, or a config file; default: each repository's own.
+        :return: the repositories.
+        :raises FileNotFoundError: a root or the config file does not exist.
+        :raises NotADirectoryError: a root is not a folder.
+        :raises ValueError: no root, or an invalid config file.
+        """
+        unique = list(dict.fromkeys(Path(root).expanduser().resolve() for root in roots))
+        engines = [KnowCode.from_path(root, store=_store_for(root, store, len(unique) > 1), config=config)
+                   for root in unique]
+        names = [engine.root.name or str(engine.root) for engine in engines]
+        clashes = {name for name in names if names.count(name) > 1}
+        return cls([Repository(str(engine.root) if name in clashes else name, engine, threading.Lock())
+                    for name, engine in zip(names, engines, strict=True)])
+
+    def select(self, repo: str | None) -> Repository:
+        """The repository a tool's `repo` argument names (by name or path); the first when None.
+
+        :raises ValueError: the argument names none of the served repositories.
+        """
+        if repo is None or not repo.strip():
+            return self.items[0]
+        text = check_text(repo.strip(), "repo", MAX_TARGET_CHARS)
+        for item in self.items:
+            if text in (item.name, str(item.engine.root)):
+                return item
+        try:
+            resolved = Path(text).expanduser().resolve()
+        except (OSError, RuntimeError):
+            resolved = None
+        for item in self.items:
+            if resolved == item.engine.root:
+                return item
+        served = ", ".join(f"{item.name} ({item.engine.root})" for item in self.items)
+        raise ValueError(f"unknown repository {repo!r}: this server answers for {served}")
+
+    def call(self, repo: str | None, work: Callable[[KnowCode], T]) -> T:
+        """Bring the chosen repository's index up to date, then run `work` on its facade."""
+        item = self.select(repo)
+        with item.lock:
+            report = item.engine.refresh()
+            if report is not None:
+                item.last_update, item.last_update_at = report, time.time()
+                logger.info("%s: indexed %d files (%d unchanged) in %.2fs", item.name, report.parsed_files,
+                            report.unchanged, report.seconds)
+            return work(item.engine)
+
+    def status(self, repo: str | None) -> dict[str, Any]:
+        """The `index_status` document of one repository."""
+        item = self.select(repo)
+
+        def gather(engine: KnowCode) -> dict[str, Any]:
+            stats = engine.stats()
+            changed = engine.changed_since_index()
+            update = item.last_update
+            now = time.time()
+            return {
+                "repository": item.name, "root": stats.root, "store": stats.store,
+                "repositories": [i.name for i in self.items],
+                "indexed_at": stats.indexed_at,
+                "index_age_seconds": round(now - stats.indexed_at, 1) if stats.indexed_at else None,
+                "files_changed_since_index": len(changed), "changed_files": list(changed[:MAX_LISTED]),
+                "last_update": None if update is None else {
+                    "seconds_ago": round(now - (item.last_update_at or now), 1),
+                    "added": len(update.added), "changed": len(update.changed),
+                    "deleted": len(update.deleted), "renamed": len(update.renamed),
+                    "parsed_files": update.parsed_files, "seconds": round(update.seconds, 3)},
+                "files": stats.files, "lines": stats.lines, "languages": stats.languages,
+                "entities": stats.entities, "relationships": stats.relationships, "chunks": stats.chunks,
+                "unresolved_references": stats.unresolved_references, "skipped_files": stats.skipped_files,
+                "skipped": dict(list((update.skipped if update else {}).items())[:MAX_LISTED]),
+                "errors": dict(list((update.failed if update else {}).items())[:MAX_LISTED]),
+            }
+
+        return self.call(repo, gather)
+
+
+def _require_sdk() -> None:
+    try:
+        import mcp.server.mcpserver  # noqa: F401 - only checks that the extra is installed
+    except ImportError as err:
+        raise MissingExtraError(f"the MCP server needs the `mcp` extra ({MCP_REQUIREMENT}): "
+                                f"{INSTALL_HINT}") from err
+
+
+def build_server(repos: Repositories) -> "MCPServer":
+    """The MCP server with KnowCode's six tools, answering for `repos`.
+
+    :param repos: the served repositories.
+    :return: the server, not yet running.
+    :raises MissingExtraError: the ``mcp`` SDK is not installed.
+    """
+    _require_sdk()
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.tools import Tool
+    from pydantic import Field
+
+    from knowcode import __version__
+
+    tools: list[Tool] = []
+
+    def answer(work: Callable[[], str]) -> str:
+        """Run a tool body; expected failures reach the agent as their message."""
+        try:
+            return work()
+        except (ValueError, LookupError, OSError, KnowCodeError) as err:
+            raise ToolError(str(err)) from err
+
+    def tool(fn: Callable[..., str]) -> Callable[..., str]:
+        made = Tool.from_function(fn, description=DESCRIPTIONS[fn.__name__], structured_output=False)
+        _drop_titles(made.parameters)
+        tools.append(made)
+        return fn
+
+    Repo = Annotated[str | None, Field(description="Repository name or path; default: the first.")]
+    Depth = Annotated[int, Field(ge=1, le=MAX_DEPTH)]
+    Target = Annotated[str, Field(description="Entity id, qualified name, name, or path:line.")]
+
+    def query_text(query: str) -> str:
+        return check_text(query, "query", MAX_QUERY_CHARS)
+
+    def target_text(target: str) -> str:
+        return check_text(target, "target", MAX_TARGET_CHARS)
+
+    @tool
+    def search_codebase(query: str, limit: Annotated[int, Field(ge=1, le=100)] = 10,
+                        repo: Repo = None) -> str:
+        return answer(lambda: render.compact_json(render.search_data(query, repos.call(
+            repo, lambda kc: kc.search(query_text(query), limit=limit)))))
+
+    @tool
+    def retrieve_context_for_query(
+        query: str,
+        max_tokens: Annotated[int, Field(ge=50, le=200_000)] = 6000,
+        task_type: Literal["auto", "explain", "debug", "extend", "review", "locate", "general"] = "auto",
+        limit_entities: Annotated[int, Field(ge=1, le=50)] = 3,
+        expand_deps: bool = True,
+        verbosity: Literal["minimal", "standard", "verbose"] = "minimal",
+        repo: Repo = None,
+    ) -> str:
+        def run(kc: KnowCode) -> str:
+            bundle = kc.context(query_text(query), max_tokens=max_tokens, limit_entities=limit_entities,
+                                task_type=task_type, verbosity=verbosity, expand_deps=expand_deps)
+            return render.compact_json(render.context_data(bundle, bundle.verbosity))
+
+        return answer(lambda: repos.call(repo, run))
+
+    @tool
+    def get_entity_context(entity_id_or_name: Target, repo: Repo = None) -> str:
+        return answer(lambda: render.compact_json(repos.call(
+            repo, lambda kc: kc.entity_context(target_text(entity_id_or_name)))))
+
+    @tool
+    def trace_calls(target: Target, direction: Literal["callers", "callees", "both"] = "both",
+                    depth: Depth = 2, repo: Repo = None) -> str:
+        return answer(lambda: render.compact_json(repos.call(
+            repo, lambda kc: kc.trace_calls(target_text(target), direction=direction, depth=depth))))
+
+    @tool
+    def impact(target: Target, depth: Depth = 3, repo: Repo = None) -> str:
+        return answer(lambda: render.compact_json(repos.call(
+            repo, lambda kc: kc.impact(target_text(target), depth=depth))))
+
+    @tool
+    def index_status(repo: Repo = None) -> str:
+        return answer(lambda: render.compact_json(repos.status(repo)))
+
+    return MCPServer(SERVER_NAME, version=__version__, log_level="WARNING", tools=tools,
+                     instructions="Code search, context, call graphs and impact for the indexed "
+                                  "repositories; indexes are kept up to date automatically.")
+
+
+def _drop_titles(schema: dict[str, Any]) -> None:
+    """Remove the titles pydantic derives from parameter names: the agent pays for every schema token."""
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+
+
+def _configure_logging() -> None:
+    """Logs to stderr only (stdout carries the protocol)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+    logging.getLogger("knowcode").setLevel(logging.INFO)
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # it sets itself to DEBUG on import
+
+
+def serve(roots: list[Path], store: Path | None = None, config: Path | None = None,
+          transport: str = "stdio", host: str = "127.0.0.1", port: int = DEFAULT_HTTP_PORT) -> None:
+    """Run the MCP server until the client disconnects (stdio) or the process is stopped (HTTP).
+
+    :param roots: repository folders; the first is the default of the tools' `repo` argument.
+    :param store: the index folder (a subfolder per repository when there are several).
+    :param config: a config file; default: each repository's own.
+    :param transport: stdio or http (streamable HTTP at ``/mcp``).
+    :param host: the HTTP address, loopback only.
+    :param port: the HTTP port.
+    :raises MissingExtraError: the ``mcp`` SDK is not installed.
+    :raises ValueError: an unknown transport, a non-loopback host, or a bad port.
+    :raises FileNotFoundError: a root does not exist.
+    """
+    if transport not in ("stdio", "http"):
+        raise ValueError(f"transport must be stdio or http, got {transport!r}")
+    if transport == "http" and host not in LOOPBACK_HOSTS:
+        raise ValueError(f"the MCP HTTP transport has no authentication, so it binds loopback only "
+                         f"({', '.join(sorted(LOOPBACK_HOSTS))}), not {host!r}")
+    if not 0 < port < 65536:
+        raise ValueError(f"port must be 1-65535, got {port}")
+    _require_sdk()
+    _configure_logging()
+    repos = Repositories.open(roots or [Path()], store, config)
+    server = build_server(repos)
+    logger.info("serving %s over %s", ", ".join(str(r.engine.root) for r in repos.items), transport)
+    try:
+        if transport == "stdio":
+            server.run("stdio")
+        else:
+            server.run("streamable-http", host=host, port=port)
+    finally:
+        for item in repos.items:
+            item.engine.close()

@@ -1,0 +1,178 @@
+"""The HTTP API in process: error mapping, the bind and token policy, the request guard, `knowcode serve`'s
+refusals. The routes themselves are tested against a real server in tests/e2e/test_http_api.py."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from knowcode.analysis.call_graph import UnknownEntityError
+from knowcode.api_guard import MIN_TOKEN_CHARS, RequestGuard, is_loopback, server_token, token_matches
+from knowcode.cli import EXIT_BAD_INPUT, EXIT_FAILURE, app
+from knowcode.engine import KnowCode
+from knowcode.errors import EmbeddingError, KnowCodeError, SchemaVersionError, StoreError
+from tests.conftest import SAMPLE_REPO, write_tree
+
+pytest.importorskip("fastapi", reason="the server extra is not installed")
+from fastapi.testclient import TestClient
+
+from knowcode.api import API_PREFIX, ApiError, ErrorCode, _translate, create_app
+
+TOKEN = "x" * MIN_TOKEN_CHARS
+
+
+@pytest.mark.parametrize(("error", "code", "status"), [
+    (ValueError("bad"), ErrorCode.BAD_REQUEST, 400),
+    (LookupError("none"), ErrorCode.NOT_FOUND, 404),
+    (UnknownEntityError("no entity named 'x'"), ErrorCode.NOT_FOUND, 404),
+    (StoreError("no index"), ErrorCode.UNAVAILABLE, 503),
+    (SchemaVersionError("newer"), ErrorCode.UNAVAILABLE, 503),
+    (EmbeddingError("model"), ErrorCode.INTERNAL, 500),
+    (KnowCodeError("ours"), ErrorCode.INTERNAL, 500),
+    (RuntimeError("secret detail"), ErrorCode.INTERNAL, 500),
+])
+def test_errors_map_to_stable_codes(error: Exception, code: ErrorCode, status: int) -> None:
+    translated = _translate(error)
+    assert translated.code is code and code.status == status
+    if isinstance(error, RuntimeError):
+        assert "secret detail" not in translated.message  # unexpected errors are logged, not echoed
+
+
+@pytest.mark.parametrize(("host", "token", "expected"), [
+    ("127.0.0.1", None, None), ("localhost", None, None), ("::1", None, None), ("[::1]", None, None),
+    ("127.0.0.2", "", None), ("127.0.0.1", TOKEN, TOKEN), ("0.0.0.0", TOKEN, TOKEN),
+    ("0.0.0.0", None, ValueError), ("192.168.1.5", None, ValueError), ("::", None, ValueError),
+    ("example.org", None, ValueError), ("0.0.0.0", "short", ValueError), ("127.0.0.1", "short", ValueError),
+])
+def test_bind_policy(host: str, token: str | None, expected: Any) -> None:
+    if expected is ValueError:
+        with pytest.raises(ValueError, match="KNOWCODE_API_TOKEN"):
+            server_token(host, token)
+    else:
+        assert server_token(host, token) == expected
+
+
+@pytest.mark.parametrize(("host", "loopback"), [
+    ("127.0.0.1", True), ("127.8.9.10", True), ("LOCALHOST", True), ("::1", True), ("0.0.0.0", False),
+    ("10.0.0.1", False), ("", False), ("not a host", False),
+])
+def test_is_loopback(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+@pytest.mark.parametrize(("header", "ok"), [
+    (f"Bearer {TOKEN}".encode(), True), (f"bearer {TOKEN}".encode(), True),
+    (f"Bearer  {TOKEN} ".encode(), True), (None, False), (b"", False), (TOKEN.encode(), False),
+    (f"Basic {TOKEN}".encode(), False), (f"Bearer {TOKEN[:-1]}".encode(), False),
+    (f"Bearer {TOKEN}0".encode(), False), (b"Bearer \xff\xfe", False),
+])
+def test_token_matches(header: bytes | None, ok: bool) -> None:
+    assert token_matches(header, TOKEN) is ok
+
+
+def _run_guard(headers: list[tuple[bytes, bytes]], body_parts: list[bytes], limit: int) -> tuple[int, bytes]:
+    sent: list[dict[str, Any]] = []
+    reached: list[bytes] = []
+    parts = list(body_parts)
+
+    async def inner(scope: Any, receive: Any, send: Any) -> None:
+        message = await receive()
+        reached.append(message["body"])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async def receive() -> dict[str, Any]:
+        body = parts.pop(0)
+        return {"type": "http.request", "body": body, "more_body": bool(parts)}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": headers}
+    asyncio.run(RequestGuard(inner, token=None, max_body_bytes=limit)(scope, receive, send))
+    return sent[0]["status"], b"".join(reached)
+
+
+def test_guard_counts_a_body_without_length_while_reading() -> None:
+    assert _run_guard([], [b"a" * 6, b"b" * 6], limit=10)[0] == 413
+    assert _run_guard([], [b"a" * 5, b"b" * 5], limit=10) == (200, b"a" * 5 + b"b" * 5)
+
+
+def test_guard_checks_content_length_before_reading() -> None:
+    assert _run_guard([(b"content-length", b"11")], [b"x" * 11], limit=10)[0] == 413
+    assert _run_guard([(b"content-length", b"ten")], [b"x"], limit=10)[0] == 400
+    assert _run_guard([(b"content-length", b"-1")], [b"x"], limit=10)[0] == 400
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[KnowCode]:
+    root = write_tree(tmp_path / "repo", SAMPLE_REPO)
+    facade = KnowCode.from_path(root, store=tmp_path / "store")
+    facade.index()
+    yield facade
+    facade.close()
+
+
+def test_store_failure_is_503_and_internal_error_is_500(engine: KnowCode,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    client = TestClient(create_app(engine, token=None), raise_server_exceptions=False)
+
+    def unavailable(*_: Any, **__: Any) -> Any:
+        raise StoreError("cannot open the index store at /x: locked")
+
+    def crash(*_: Any, **__: Any) -> Any:
+        raise ZeroDivisionError("division by zero in /secret/path")
+
+    monkeypatch.setattr(engine, "search", unavailable)
+    response = client.get(f"{API_PREFIX}/search", params={"q": "x"})
+    assert response.status_code == 503 and response.json()["error"]["code"] == "unavailable"
+    monkeypatch.setattr(engine, "search", crash)
+    response = client.get(f"{API_PREFIX}/search", params={"q": "x"})
+    assert response.status_code == 500 and response.json()["error"]["code"] == "internal"
+    assert "/secret/path" not in response.text
+
+
+def test_api_error_carries_its_code() -> None:
+    error = ApiError(ErrorCode.NOT_FOUND, "gone")
+    assert _translate(error) is error and str(error) == "gone"
+
+
+def test_openapi_lists_every_route(engine: KnowCode) -> None:
+    paths = set(TestClient(create_app(engine, token=None)).get("/openapi.json").json()["paths"])
+    assert paths == {f"{API_PREFIX}/{name}" for name in (
+        "health", "search", "context/query", "entities/{entity_id}", "callers/{entity_id}",
+        "callees/{entity_id}", "trace_calls", "impact", "stats", "reload")}
+
+
+@pytest.fixture
+def runner(tmp_path: Path) -> CliRunner:
+    return CliRunner(env={"KNOWCODE_CACHE_DIR": str(tmp_path / "cache"), "KNOWCODE_API_TOKEN": None})
+
+
+@pytest.mark.parametrize(("args", "env", "message"), [
+    (["--host", "0.0.0.0"], {}, "KNOWCODE_API_TOKEN"),
+    (["--host", "192.168.0.10"], {}, "KNOWCODE_API_TOKEN"),
+    (["--host", "0.0.0.0"], {"KNOWCODE_API_TOKEN": "short"}, "at least"),
+    (["--watch"], {}, "not yet supported"),
+    (["--port", "0"], {}, "Usage"),
+])
+def test_serve_refuses(runner: CliRunner, tmp_path: Path, args: list[str], env: dict[str, str],
+                       message: str) -> None:
+    result = runner.invoke(app, ["serve", "--repo", str(tmp_path), *args], env=env)
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    assert message in result.output
+    assert not (tmp_path / "cache").exists()  # refused before anything was indexed
+
+
+def test_serve_without_the_server_extra_prints_the_pip_command(runner: CliRunner, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # `import uvicorn` now raises ImportError
+    result = runner.invoke(app, ["serve", "--repo", str(tmp_path)])
+    assert result.exit_code == EXIT_FAILURE
+    assert "pip install 'knowcode[server]'" in result.output
