@@ -99,6 +99,12 @@ def _parse_all(root: Path, files: list[ScannedFile], workers: int,
         yield result
 
 
+def _usable_cpus() -> int:
+    """CPUs this process may run on (a container's affinity, not the host's core count)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+
+
 def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: int = 0,
                      progress: ProgressCallback | None = None) -> IndexReport:
     """Bring the store up to date with the files under root, in one transaction.
@@ -129,7 +135,7 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
         old_names = store.entity_names_by_file([*gone, *(f.path for f in to_parse if f.path in old)])
         names = {name for path in gone for name in old_names.get(path, ())}
         store.delete_files([*stale, *gone])
-        for outcome in _parse_all(root, to_parse, workers or os.cpu_count() or 1, progress):
+        for outcome in _parse_all(root, to_parse, workers or _usable_cpus(), progress):
             path = outcome.path
             if path in old:
                 store.delete_files([path])
