@@ -20,7 +20,8 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Annotated, Any, TypeVar
@@ -161,11 +162,7 @@ class Service:
         """Re-index now with a second facade, then point queries at the new index; the report as JSON."""
         with self._reload_lock:
             try:
-                indexer = KnowCode(self.engine.root, self.engine.store_dir, self.engine.config)
-                try:
-                    report = indexer.index()
-                finally:
-                    indexer.close()
+                report = self.engine.index_aside()
             except Exception as err:
                 raise _translate(err) from err
             with self._lock:
@@ -232,17 +229,34 @@ Target = Annotated[str, Query(min_length=1, max_length=MAX_TARGET_CHARS, descrip
 Depth = Annotated[int, Query(ge=1, le=MAX_DEPTH, description="Edges to follow.")]
 
 
-def create_app(engine: KnowCode, *, token: str | None, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
+def create_app(engine: KnowCode, *, token: str | None, max_body_bytes: int = MAX_BODY_BYTES,
+               watch: bool = False) -> FastAPI:
     """The HTTP API over one repository.
 
     :param engine: the facade; it is indexed on first use if it was not already.
     :param token: when set, every request needs ``Authorization: Bearer <token>``.
     :param max_body_bytes: the largest request body accepted (413 above it).
+    :param watch: re-index (as ``POST /reload`` does) whenever files change, from the application's
+        startup to its shutdown (the ASGI lifespan must be on).
     :return: the ASGI application.
     """
     service = Service(engine)
     security = [Depends(HTTPBearer(auto_error=False))] if token else []  # documents it; the guard checks
-    app = FastAPI(title="KnowCode", version=__version__, dependencies=security,
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        from knowcode.watcher import Watcher
+
+        watcher = Watcher(engine.root, engine.store_dir, service.reload) if watch else None
+        if watcher is not None:
+            watcher.start()
+        try:
+            yield
+        finally:
+            if watcher is not None:
+                watcher.stop()
+
+    app = FastAPI(title="KnowCode", version=__version__, dependencies=security, lifespan=lifespan,
                   description="Ranked code, context bundles and call graphs for one repository.")
     app.add_middleware(RequestGuard, token=token, max_body_bytes=max_body_bytes)
     _add_error_handlers(app)

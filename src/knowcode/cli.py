@@ -191,20 +191,21 @@ def serve(
     host: Annotated[str, typer.Option(
         "--host", help="Address to bind; anything but loopback needs KNOWCODE_API_TOKEN.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 8000,
-    watch: Annotated[bool, typer.Option("--watch", help="Re-index on change (not yet supported).")] = False,
+    watch: Annotated[bool, typer.Option(
+        "--watch", help="Re-index changed files as they change (queries go on meanwhile).")] = False,
 ) -> None:
     """Serve the HTTP API under /api/v1 (OpenAPI at /docs) for one repository."""
     from knowcode.api_guard import TOKEN_ENV, server_token
 
-    if watch:
-        raise _fail("--watch is not yet supported by `knowcode serve`; re-index with POST /api/v1/reload "
-                    "or restart the server", EXIT_BAD_INPUT)
     with _errors():
         token = server_token(host, os.environ.get(TOKEN_ENV))
     try:
         import uvicorn
 
         from knowcode.api import create_app
+
+        if watch:
+            import watchfiles  # noqa: F401 - only checks that the extra is installed
     except ImportError as err:
         raise _fail(f"`knowcode serve` needs the server extra ({err.name} is missing): "
                     "pip install 'knowcode[server]'", EXIT_FAILURE) from None
@@ -213,8 +214,9 @@ def serve(
         report = _with_progress(engine.index)
     stderr.print(render.index_report_text(report).splitlines()[0], highlight=False)
     stderr.print(f"serving {engine.root} at http://{host}:{port}/api/v1 (OpenAPI: /docs); "
-                 f"auth: {'bearer token' if token else 'off, loopback only'}", highlight=False)
-    uvicorn.run(create_app(engine, token=token), host=host, port=port, log_level="warning",
+                 f"auth: {'bearer token' if token else 'off, loopback only'}"
+                 f"{'; watching for changes' if watch else ''}", highlight=False)
+    uvicorn.run(create_app(engine, token=token, watch=watch), host=host, port=port, log_level="warning",
                 access_log=False, limit_concurrency=MAX_CONNECTIONS, server_header=False)
 
 
@@ -229,10 +231,13 @@ def mcp(
     = "stdio",
     host: Annotated[str, typer.Option("--host", help="HTTP address (loopback only).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="HTTP port.")] = mcp_server.DEFAULT_HTTP_PORT,
+    watch: Annotated[bool, typer.Option(
+        "--watch", help="Re-index changed files as they change, instead of on the next tool call.")] = False,
 ) -> None:
     """Serve search, context, call graphs and impact to AI coding agents over MCP (stdout: protocol only)."""
     with _errors():
-        mcp_server.serve(repo or [Path()], store, config, transport=transport, host=host, port=port)
+        mcp_server.serve(repo or [Path()], store, config, transport=transport, host=host, port=port,
+                         watch=watch)
 
 
 def main() -> None:

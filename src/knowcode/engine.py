@@ -307,6 +307,21 @@ class KnowCode:
             return self.index()
         return self.index() if self.changed_since_index() else None
 
+    def index_aside(self) -> IndexReport:
+        """Index with a second facade, so queries on this one keep the last complete index meanwhile.
+
+        Call :meth:`close` afterwards (under whatever serialises this facade's queries): the next
+        query then loads the new index generation.
+
+        :return: what changed.
+        :raises StoreError: the store cannot be opened or written.
+        """
+        indexer = KnowCode(self.root, self.store_dir, self.config)
+        try:
+            return indexer.index()
+        finally:
+            indexer.close()
+
 
 def open(root: str | Path, store: str | Path | None = None,  # noqa: A001 - the documented API name
          config: AppConfig | str | Path | None = None) -> KnowCode:

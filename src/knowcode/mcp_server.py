@@ -7,12 +7,17 @@ nothing but protocol can reach the client; logs go to stderr. Streamable HTTP bi
 
 Each repository has one :class:`~knowcode.engine.KnowCode` facade, used by one tool call at a time.
 It is indexed on first use, and every call first brings it up to date (only changed files are parsed).
+With ``--watch`` each repository is indexed at start and then re-indexed in the background as files
+change (with a second facade, swapped in when complete), so calls never wait for indexing. Every
+tool's result carries ``indexed_at`` (when the index it was answered from was built, epoch seconds)
+and ``pending_changes`` (changed paths not yet in that index: the batch being indexed now).
 Tool failures reach the agent as error text, never as a crash of the server.
 """
 
 # No `from __future__ import annotations` here: the SDK reads the tools' parameter annotations at run
 # time, and they name types imported lazily inside build_server.
 
+import dataclasses
 import hashlib
 import logging
 import sys
@@ -30,9 +35,12 @@ from knowcode.engine import KnowCode
 from knowcode.errors import KnowCodeError
 from knowcode.indexing import IndexReport
 from knowcode.safety import check_text
+from knowcode.storage import Store
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+
+    from knowcode.watcher import Watcher
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +85,9 @@ class Repository:
     lock: threading.Lock
     last_update: IndexReport | None = None
     last_update_at: float | None = None
+    indexed_at: float | None = None  # when the index the facade reads was built (store meta)
+    watcher: "Watcher | None" = None
+    reindex_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
 
 def _store_for(root: Path, store: Path | None, several: bool) -> Path | None:
@@ -138,18 +149,76 @@ class Repositories:
         raise ValueError(f"unknown repository {repo!r}: this server answers for {served}")
 
     def call(self, repo: str | None, work: Callable[[KnowCode], T]) -> T:
-        """Bring the chosen repository's index up to date, then run `work` on its facade."""
+        """Bring the chosen repository's index up to date, then run `work` on its facade.
+
+        A watched repository is not refreshed here: its watcher keeps the index current.
+        """
         item = self.select(repo)
         with item.lock:
-            report = item.engine.refresh()
-            if report is not None:
-                item.last_update, item.last_update_at = report, time.time()
-                logger.info("%s: indexed %d files (%d unchanged) in %.2fs", item.name, report.parsed_files,
-                            report.unchanged, report.seconds)
+            if item.watcher is None:
+                report = item.engine.refresh()
+                if report is not None:
+                    self._record(item, report)
             return work(item.engine)
 
-    def status(self, repo: str | None) -> dict[str, Any]:
-        """The `index_status` document of one repository."""
+    def answer(self, repo: str | None, work: Callable[[KnowCode], Any]) -> str:
+        """Run `work` as :meth:`call` does; its document (a dict or a dataclass) as compact JSON, with
+        the index's freshness (`indexed_at`, `pending_changes`) added."""
+        item = self.select(repo)
+        data = self.call(repo, work)
+        value = dataclasses.asdict(data) if dataclasses.is_dataclass(data) and not isinstance(data, type) \
+            else data
+        return render.compact_json({**value, **self.freshness(item)})
+
+    def freshness(self, item: Repository) -> dict[str, Any]:
+        """How current the repository's index is: when it was built and how many changes are pending."""
+        if item.indexed_at is None:
+            item.indexed_at = _indexed_at(item.engine)
+        return {"indexed_at": item.indexed_at,
+                "pending_changes": item.watcher.pending if item.watcher is not None else 0}
+
+    def reindex(self, item: Repository) -> None:
+        """Index a watched repository aside, then swap the new index in (the watcher's callback)."""
+        with item.reindex_lock:
+            report = item.engine.index_aside()
+            with item.lock:
+                item.engine.close()  # the next call loads the new generation
+                self._record(item, report)
+
+    def _record(self, item: Repository, report: IndexReport) -> None:
+        item.last_update, item.last_update_at = report, time.time()
+        item.indexed_at = _indexed_at(item.engine)
+        logger.info("%s: indexed %d files (%d unchanged) in %.2fs", item.name, report.parsed_files,
+                    report.unchanged, report.seconds)
+
+    def start_watching(self) -> None:
+        """Index every repository now, then re-index each in the background whenever its files change.
+
+        :raises ImportError: ``watchfiles`` is not installed.
+        """
+        from knowcode.watcher import Watcher
+
+        for item in self.items:
+            with item.lock:
+                self._record(item, item.engine.index())
+
+            def on_change(item: Repository = item) -> None:
+                self.reindex(item)
+
+            item.watcher = Watcher(item.engine.root, item.engine.store_dir, on_change,
+                                   name=f"knowcode-watch-{item.name}")
+            item.watcher.start()
+            if item.engine.changed_since_index():  # changed while the first run indexed
+                self.reindex(item)
+
+    def stop_watching(self) -> None:
+        """Stop every watcher (waiting for a re-index in progress)."""
+        for item in self.items:
+            if item.watcher is not None:
+                item.watcher.stop()
+
+    def status(self, repo: str | None) -> str:
+        """The `index_status` document of one repository, as compact JSON."""
         item = self.select(repo)
 
         def gather(engine: KnowCode) -> dict[str, Any]:
@@ -160,7 +229,7 @@ class Repositories:
             return {
                 "repository": item.name, "root": stats.root, "store": stats.store,
                 "repositories": [i.name for i in self.items],
-                "indexed_at": stats.indexed_at,
+                "indexed_at": stats.indexed_at, "watching": item.watcher is not None,
                 "index_age_seconds": round(now - stats.indexed_at, 1) if stats.indexed_at else None,
                 "files_changed_since_index": len(changed), "changed_files": list(changed[:MAX_LISTED]),
                 "last_update": None if update is None else {
@@ -175,7 +244,17 @@ class Repositories:
                 "errors": dict(list((update.failed if update else {}).items())[:MAX_LISTED]),
             }
 
-        return self.call(repo, gather)
+        return self.answer(repo, gather)
+
+
+def _indexed_at(engine: KnowCode) -> float | None:
+    """When the repository's index was last built (epoch seconds), from its store."""
+    store = Store.open(engine.store_dir, create=False)
+    try:
+        stamp = store.meta().get("indexed_at")
+    finally:
+        store.close()
+    return float(stamp) if stamp else None
 
 
 def _require_sdk() -> None:
@@ -229,8 +308,8 @@ def build_server(repos: Repositories) -> "MCPServer":
     @tool
     def search_codebase(query: str, limit: Annotated[int, Field(ge=1, le=100)] = 10,
                         repo: Repo = None) -> str:
-        return answer(lambda: render.compact_json(render.search_data(query, repos.call(
-            repo, lambda kc: kc.search(query_text(query), limit=limit)))))
+        return answer(lambda: repos.answer(
+            repo, lambda kc: render.search_data(query, kc.search(query_text(query), limit=limit))))
 
     @tool
     def retrieve_context_for_query(
@@ -242,32 +321,31 @@ def build_server(repos: Repositories) -> "MCPServer":
         verbosity: Literal["minimal", "standard", "verbose"] = "minimal",
         repo: Repo = None,
     ) -> str:
-        def run(kc: KnowCode) -> str:
+        def run(kc: KnowCode) -> dict[str, Any]:
             bundle = kc.context(query_text(query), max_tokens=max_tokens, limit_entities=limit_entities,
                                 task_type=task_type, verbosity=verbosity, expand_deps=expand_deps)
-            return render.compact_json(render.context_data(bundle, bundle.verbosity))
+            return render.context_data(bundle, bundle.verbosity)
 
-        return answer(lambda: repos.call(repo, run))
+        return answer(lambda: repos.answer(repo, run))
 
     @tool
     def get_entity_context(entity_id_or_name: Target, repo: Repo = None) -> str:
-        return answer(lambda: render.compact_json(repos.call(
-            repo, lambda kc: kc.entity_context(target_text(entity_id_or_name)))))
+        return answer(lambda: repos.answer(
+            repo, lambda kc: kc.entity_context(target_text(entity_id_or_name))))
 
     @tool
     def trace_calls(target: Target, direction: Literal["callers", "callees", "both"] = "both",
                     depth: Depth = 2, repo: Repo = None) -> str:
-        return answer(lambda: render.compact_json(repos.call(
-            repo, lambda kc: kc.trace_calls(target_text(target), direction=direction, depth=depth))))
+        return answer(lambda: repos.answer(
+            repo, lambda kc: kc.trace_calls(target_text(target), direction=direction, depth=depth)))
 
     @tool
     def impact(target: Target, depth: Depth = 3, repo: Repo = None) -> str:
-        return answer(lambda: render.compact_json(repos.call(
-            repo, lambda kc: kc.impact(target_text(target), depth=depth))))
+        return answer(lambda: repos.answer(repo, lambda kc: kc.impact(target_text(target), depth=depth)))
 
     @tool
     def index_status(repo: Repo = None) -> str:
-        return answer(lambda: render.compact_json(repos.status(repo)))
+        return answer(lambda: repos.status(repo))
 
     return MCPServer(SERVER_NAME, version=__version__, log_level="WARNING", tools=tools,
                      instructions="Code search, context, call graphs and impact for the indexed "
@@ -293,7 +371,8 @@ def _configure_logging() -> None:
 
 
 def serve(roots: list[Path], store: Path | None = None, config: Path | None = None,
-          transport: str = "stdio", host: str = "127.0.0.1", port: int = DEFAULT_HTTP_PORT) -> None:
+          transport: str = "stdio", host: str = "127.0.0.1", port: int = DEFAULT_HTTP_PORT,
+          watch: bool = False) -> None:
     """Run the MCP server until the client disconnects (stdio) or the process is stopped (HTTP).
 
     :param roots: repository folders; the first is the default of the tools' `repo` argument.
@@ -302,7 +381,8 @@ def serve(roots: list[Path], store: Path | None = None, config: Path | None = No
     :param transport: stdio or http (streamable HTTP at ``/mcp``).
     :param host: the HTTP address, loopback only.
     :param port: the HTTP port.
-    :raises MissingExtraError: the ``mcp`` SDK is not installed.
+    :param watch: index every repository now, then re-index it in the background as files change.
+    :raises MissingExtraError: the ``mcp`` SDK (or, with `watch`, ``watchfiles``) is not installed.
     :raises ValueError: an unknown transport, a non-loopback host, or a bad port.
     :raises FileNotFoundError: a root does not exist.
     """
@@ -315,14 +395,22 @@ def serve(roots: list[Path], store: Path | None = None, config: Path | None = No
         raise ValueError(f"port must be 1-65535, got {port}")
     _require_sdk()
     _configure_logging()
+    if watch:
+        try:
+            import watchfiles  # noqa: F401 - only checks that the extra is installed
+        except ImportError as err:
+            raise MissingExtraError(f"--watch needs watchfiles: {INSTALL_HINT}") from err
     repos = Repositories.open(roots or [Path()], store, config)
     server = build_server(repos)
     logger.info("serving %s over %s", ", ".join(str(r.engine.root) for r in repos.items), transport)
     try:
+        if watch:
+            repos.start_watching()
         if transport == "stdio":
             server.run("stdio")
         else:
             server.run("streamable-http", host=host, port=port)
     finally:
+        repos.stop_watching()
         for item in repos.items:
             item.engine.close()

@@ -25,10 +25,10 @@ class LiveServer:
 
 
 @contextmanager
-def serve(engine: KnowCode, *, token: str | None = None) -> Iterator[LiveServer]:
-    """Serve the API for `engine` on 127.0.0.1 until the block ends."""
-    config = uvicorn.Config(create_app(engine, token=token), host="127.0.0.1", port=0, log_level="warning",
-                            access_log=False, lifespan="off")
+def serve(engine: KnowCode, *, token: str | None = None, watch: bool = False) -> Iterator[LiveServer]:
+    """Serve the API for `engine` on 127.0.0.1 until the block ends (`watch`: with the file watcher)."""
+    config = uvicorn.Config(create_app(engine, token=token, watch=watch), host="127.0.0.1", port=0,
+                            log_level="warning", access_log=False, lifespan="on" if watch else "off")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="knowcode-test-server", daemon=True)
     thread.start()

@@ -159,7 +159,6 @@ def runner(tmp_path: Path) -> CliRunner:
     (["--host", "0.0.0.0"], {}, "KNOWCODE_API_TOKEN"),
     (["--host", "192.168.0.10"], {}, "KNOWCODE_API_TOKEN"),
     (["--host", "0.0.0.0"], {"KNOWCODE_API_TOKEN": "short"}, "at least"),
-    (["--watch"], {}, "not yet supported"),
     (["--port", "0"], {}, "Usage"),
 ])
 def test_serve_refuses(runner: CliRunner, tmp_path: Path, args: list[str], env: dict[str, str],

@@ -161,3 +161,38 @@ def _check_file(root: Path, path: Path, rel: str, max_file_bytes: int) -> Scanne
     except OSError as err:
         return SkippedFile(rel, f"unreadable: {err.strerror or err}")
     return ScannedFile(rel, language, stat.st_size, stat.st_mtime)
+
+
+def is_ignored(root: Path, rel_path: str, is_dir: bool = False) -> bool:
+    """Whether :func:`scan` leaves a path out by rule (pruned or ignored folder, ignore file, secret,
+    generated file), without walking the tree: what a file watcher asks of each changed path.
+
+    Size, binary content and symlinks are not checked (the path may be gone already).
+
+    :param root: the repository folder (resolved).
+    :param rel_path: the root-relative `/` path.
+    :param is_dir: the path is a folder.
+    :return: True when no change to this path can change the index.
+    """
+    parts = [part for part in rel_path.split("/") if part]
+    if not parts:
+        return False
+    specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+    for depth, name in enumerate(parts):
+        base = "/".join(parts[:depth])
+        own = _read_ignore_specs(root / base if base else root)
+        if own is not None:
+            specs.append((base, own))
+        rel = "/".join(parts[:depth + 1])
+        last = depth == len(parts) - 1
+        if not last or is_dir:
+            if name in PRUNED_DIRS or name.endswith(".egg-info") or _ignored(rel, True, specs):
+                return True
+            if (root / rel / VIRTUALENV_MARKER).exists():
+                return True
+    if is_dir:
+        return False
+    if parts[-1] in IGNORE_FILE_NAMES:
+        return False  # the rules themselves changed: what is indexed may change
+    return (_ignored(rel_path, False, specs) or bool(SECRET_PATTERNS.match_file(rel_path))
+            or bool(GENERATED_PATTERNS.match_file(rel_path)))
