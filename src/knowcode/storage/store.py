@@ -20,6 +20,8 @@ from knowcode.models import Chunk, Entity, EntityKind, FileRecord, RelationKind,
 #   1: files, entities, relationships (resolved or not), chunks, skipped, meta.
 SCHEMA_VERSION = 1
 DATABASE_NAME = "index.db"
+MMAP_BYTES = 256 * 1024 * 1024  # a 20k-chunk index is ~150 MB; mapped reads cut candidate fetches ~3x
+CACHE_KIB = 32 * 1024  # SQLite's page cache per connection (its default is 2 MiB)
 BUSY_TIMEOUT_SECONDS = 30.0  # a reader waits this long for a writer's checkpoint before failing
 T = TypeVar("T")
 _BATCH = 500  # keeps `IN (...)` lists under SQLite's host-parameter limit
@@ -102,6 +104,9 @@ class Store:
             if version <= SCHEMA_VERSION:  # never touch a newer KnowCode's database
                 connection.execute("PRAGMA journal_mode=WAL")
                 connection.execute("PRAGMA synchronous=NORMAL")
+                # Queries read scattered rows of a large file: map it instead of a read() per page.
+                connection.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+                connection.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         except (OSError, sqlite3.Error) as err:
             raise StoreError(f"cannot open the index store at {path}: {err}") from err
         if version > SCHEMA_VERSION:
