@@ -91,8 +91,7 @@ class RetrievalOrchestrator:
         if self.embedder is None or self.index.dense is None or self.index.embedding is None:
             raise RuntimeError("no dense index: vectors are switched off or were not built")
         vector = self.embedder.embed([query], query=True)[0]  # first: a remote provider learns its size
-        check_compatible(self.index.embedding, EmbeddingSpec(
-            self.embedder.provider, self.embedder.model, self.embedder.dimension, self.embedder.normalized))
+        check_compatible(self.index.embedding, EmbeddingSpec.of(self.embedder))
         return self.index.dense.search(vector, limit)
 
     def _fused(self, query: str, wanted: int, errors: list[str]) -> tuple[RetrievalMode, list[FusedCandidate],

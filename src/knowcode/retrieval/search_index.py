@@ -50,10 +50,6 @@ class SearchIndex:
     embedding: EmbeddingSpec | None
 
 
-def _spec_of(provider: EmbeddingProvider) -> EmbeddingSpec:
-    return EmbeddingSpec(provider.provider, provider.model, provider.dimension, provider.normalized)
-
-
 def _current_dir(store: Store, store_dir: Path) -> Path | None:
     name = store.meta().get(SEARCH_DIR_KEY)
     return store_dir / name if name else None
@@ -71,7 +67,7 @@ def _vectors(previous: Path | None, provider: EmbeddingProvider, chunk_ids: list
     if previous is not None and not rebuild and (previous / _DENSE).is_dir():
         recorded = _read_embedding(previous)
         if recorded is not None:
-            check_compatible(recorded, _spec_of(provider))
+            check_compatible(recorded, EmbeddingSpec.of(provider))
             reused = VectorStore.load(previous / _DENSE).vectors_for(chunk_ids)
     missing = [cid for cid in chunk_ids if cid not in reused]
     for start in range(0, len(missing), EMBED_BATCH):
@@ -101,7 +97,7 @@ def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingPro
     meta = store.meta()
     generation = meta.get(CONTENT_GENERATION_KEY, "0")
     previous = _current_dir(store, store_dir)
-    wanted = _spec_of(embedder) if embedder is not None else None
+    wanted = EmbeddingSpec.of(embedder) if embedder is not None else None
     # BM25 bakes k1 and b into its scores, and a vector is only valid for the text it embedded:
     # a change of either rebuilds (vectors are re-embedded when the embedded text changed).
     params = json.dumps({"k1": k1, "b": b, "dense_text_chars": DENSE_TEXT_CHARS})
@@ -123,7 +119,7 @@ def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingPro
         SparseIndex.build(chunk_ids, [row[1] for row in rows], k1=k1, b=b).save(folder / _SPARSE)
         if vectors is not None and embedder is not None:
             vectors.result().save(folder / _DENSE)
-            (folder / _EMBEDDING_FILE).write_text(json.dumps(asdict(_spec_of(embedder))))
+            (folder / _EMBEDDING_FILE).write_text(json.dumps(asdict(EmbeddingSpec.of(embedder))))
     with store.transaction():
         store.set_meta({SEARCH_DIR_KEY: folder.name, SEARCH_GENERATION_KEY: generation,
                         SEARCH_PARAMS_KEY: params})
