@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from knowcode.analysis import call_graph
@@ -210,14 +212,20 @@ class KnowCode:
         self.ensure_indexed()
         return Store.open(self.store_dir, create=False)
 
-    def stats(self) -> IndexStats:
-        """Totals of the index: files, languages, entities, relationships, chunks, unresolved refs."""
+    @contextmanager
+    def _reading(self) -> Iterator[Store]:
+        """The up-to-date store, open for the block and closed after it."""
         store = self.open_store()
         try:
-            counts = store.counts()
-            meta = store.meta()
+            yield store
         finally:
             store.close()
+
+    def stats(self) -> IndexStats:
+        """Totals of the index: files, languages, entities, relationships, chunks, unresolved refs."""
+        with self._reading() as store:
+            counts = store.counts()
+            meta = store.meta()
         indexed_at = meta.get("indexed_at")
         return IndexStats(root=str(self.root), store=str(self.store_dir),
                           indexed_at=float(indexed_at) if indexed_at else None, **counts)  # type: ignore[arg-type]
@@ -237,11 +245,8 @@ class KnowCode:
         call_graph.validate_depth(depth)
         call_graph.parse_direction(direction)
         target = confine_target(self.root, target)
-        store = self.open_store()
-        try:
+        with self._reading() as store:
             return call_graph.trace_calls(store, target, direction, depth)
-        finally:
-            store.close()
 
     def impact(self, target: str, depth: int = 3) -> ImpactReport:
         """What a change to an entity can affect: callers, subclasses, importers, transitively.
@@ -255,11 +260,8 @@ class KnowCode:
         """
         call_graph.validate_depth(depth)
         target = confine_target(self.root, target)
-        store = self.open_store()
-        try:
+        with self._reading() as store:
             return call_graph.impact(store, target, depth)
-        finally:
-            store.close()
 
     def entity_context(self, target: str) -> EntityContext:
         """One entity with its signature, docstring, code and 1-hop neighbours.
@@ -271,11 +273,8 @@ class KnowCode:
         :raises StoreError: the index cannot be read.
         """
         target = confine_target(self.root, target)
-        store = self.open_store()
-        try:
+        with self._reading() as store:
             return entity_context(store, self.root, target)
-        finally:
-            store.close()
 
     def changed_since_index(self) -> tuple[str, ...]:
         """Files added, changed or deleted on disk since the last indexing run, sorted.
@@ -287,12 +286,9 @@ class KnowCode:
         :raises StoreError: the index cannot be read.
         """
         scanned = {f.path: (f.size, f.mtime) for f in scan(self.root, self.config.max_file_bytes).files}
-        store = self.open_store()
-        try:
+        with self._reading() as store:
             indexed = {path: (r.size, r.mtime) for path, r in store.file_records().items()}
             failed = set(store.skipped())
-        finally:
-            store.close()
         return tuple(sorted(path for path in scanned.keys() | indexed.keys()
                             if scanned.get(path) != indexed.get(path)
                             and not (path in failed and path not in indexed)))
@@ -317,6 +313,8 @@ class KnowCode:
         :raises StoreError: the store cannot be opened or written.
         """
         indexer = KnowCode(self.root, self.store_dir, self.config)
+        # The same providers: loading the embedding model again would cost ~0.5 s per re-index.
+        indexer._embedder, indexer._embedder_loaded = self.embedder(), True
         try:
             return indexer.index()
         finally:
