@@ -12,7 +12,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args, get_type_hints
 
 import platformdirs
 
@@ -30,6 +30,57 @@ else:  # pragma: no cover - exercised only on Python 3.10
 T = TypeVar("T")
 CONFIG_FILE_NAME = "knowcode.toml"
 CACHE_DIR_ENV = "KNOWCODE_CACHE_DIR"  # overrides the per-user cache folder that holds the indexes
+PROVIDER_KINDS = ("openai", "anthropic", "gemini")  # [llm] models: the protocols the LLM leg speaks
+# spec: Local-vs-LLM routing -- a bundle answers locally only at or above max(threshold, floor); chosen in
+# benchmarks/answer_routing.py, where bundles holding the annotated target score >= 0.8 far more often.
+DEFAULT_SUFFICIENCY_THRESHOLD = 0.8
+# spec: routing_quality_floor -- the evaluated quality (bundle recall) a task type needs for local answers;
+# 0.8 is the bundle-recall goal of the synthesis issue.
+DEFAULT_ROUTING_QUALITY_FLOOR = 0.8
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """One model the LLM leg may call, in failover order (an entry of ``[llm] models``)."""
+
+    name: str = ""  # the model name the server knows (e.g. "qwen2.5-coder", "gpt-4.1-mini")
+    provider: str = "openai"  # openai (any OpenAI-compatible server), anthropic or gemini
+    base_url: str = ""  # the API root; empty = the provider's public API
+    api_key_env: str = ""  # the environment variable holding the key; empty = send no key (local servers)
+    rpm: int = 0  # client-side requests per minute; 0 = no limit
+    rpd: int = 0  # client-side requests per rolling day; 0 = no limit
+    timeout_seconds: float = 60.0  # one request; on expiry the next model is tried
+    max_output_tokens: int = 1024  # the answer's length cap, sent with every request
+
+    def __post_init__(self) -> None:
+        if not self.name.strip():
+            raise ValueError("an [llm] model needs a name")
+        if self.provider not in PROVIDER_KINDS:
+            raise ValueError(f"model {self.name!r}: provider must be one of {', '.join(PROVIDER_KINDS)}, "
+                             f"not {self.provider!r}")
+        if self.rpm < 0 or self.rpd < 0:
+            raise ValueError(f"model {self.name!r}: rpm and rpd must be >= 0 (0 = no limit)")
+        if self.timeout_seconds <= 0 or self.max_output_tokens < 1:
+            raise ValueError(f"model {self.name!r}: timeout_seconds and max_output_tokens must be positive")
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """The ``[llm]`` table: answering locally or through models (spec: Local-vs-LLM routing)."""
+
+    models: tuple[ModelConfig, ...] = ()  # tried in order; the next one on 429, quota, timeout or error
+    sufficiency_threshold: float = DEFAULT_SUFFICIENCY_THRESHOLD
+    routing_quality_floor: float = DEFAULT_ROUTING_QUALITY_FLOOR
+    # spec: force-cleared at config load; only a verified routing artifact (knowcode eval) repopulates it
+    local_answer_task_types: tuple[str, ...] = ()
+    routing_artifact: str = ""  # the file `knowcode eval --out` wrote; relative to the repository root
+    routing_artifact_sha256: str = ""  # its SHA-256 as `knowcode eval` printed it; pins it against edits
+    telemetry: bool = True  # one JSON line per `ask` in the index folder; never sent anywhere
+
+    def __post_init__(self) -> None:
+        for name in ("sufficiency_threshold", "routing_quality_floor"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"[llm] {name} must be between 0 and 1, not {getattr(self, name)}")
 
 
 @dataclass(frozen=True)
@@ -53,6 +104,7 @@ class AppConfig:
     reranker_api_key_env: str = ""  # voyage: the environment variable holding the key; empty = VOYAGE_API_KEY
     ranking: RankingSignals = field(default_factory=RankingSignals)  # [ranking] table: signal factors
     token_encoding: str = DEFAULT_ENCODING  # context budgets are counted in this encoding (offline cl100k)
+    llm: LLMConfig = field(default_factory=LLMConfig)  # [llm] table: answering and its models
 
 
 def _read_table(path: Path, table: tuple[str, ...]) -> dict[str, Any]:
@@ -67,13 +119,19 @@ def _read_table(path: Path, table: tuple[str, ...]) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _typed(value: Any, default: Any, key: str, source: Path) -> Any:
-    """Check one setting against its default's type; a table fills a nested settings dataclass."""
-    if dataclasses.is_dataclass(default) and not isinstance(default, type):
+def _typed(value: Any, default: Any, key: str, source: Path, hint: Any) -> Any:
+    """Check one setting against its field: a table fills a nested settings dataclass, an array a tuple
+    of checked items, anything else must have the type of the field's default."""
+    if dataclasses.is_dataclass(hint):
         if not isinstance(value, dict):
             raise ValueError(f"setting {key} in {source} must be a table, not {value!r}")
-        return _build(type(default), value, source, f"{key}.")
-    expected = type(default)
+        return _build(hint, value, source, f"{key}.")
+    if isinstance(default, tuple):
+        if not isinstance(value, list):
+            raise ValueError(f"setting {key} in {source} must be an array, not {value!r}")
+        item_type = get_args(hint)[0]
+        return tuple(_typed(item, None, f"{key}[{i}]", source, item_type) for i, item in enumerate(value))
+    expected = hint if default is None else type(default)
     if isinstance(value, int) and not isinstance(value, bool) and expected is float:
         value = float(value)
     if not isinstance(value, expected) or isinstance(value, bool) != (expected is bool):
@@ -81,20 +139,30 @@ def _typed(value: Any, default: Any, key: str, source: Path) -> Any:
     return value
 
 
+def _default(spec: dataclasses.Field[Any]) -> Any:
+    return spec.default_factory() if spec.default_factory is not dataclasses.MISSING else spec.default
+
+
 def _build(cls: type[T], table: dict[str, Any], source: Path, prefix: str = "") -> T:
-    defaults = cls()
-    names = [f.name for f in dataclasses.fields(defaults)]  # type: ignore[arg-type]
-    unknown = sorted(set(table) - set(names))
+    fields = {spec.name: spec for spec in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(table) - set(fields))
     if unknown:
         raise ValueError(f"unknown setting(s) {', '.join(prefix + u for u in unknown)} in {source}; "
-                         f"known: {', '.join(prefix + n for n in names)}")
-    values = {key: _typed(value, getattr(defaults, key), prefix + key, source)
+                         f"known: {', '.join(prefix + n for n in fields)}")
+    hints = get_type_hints(cls)
+    values = {key: _typed(value, _default(fields[key]), prefix + key, source, hints[key])
               for key, value in table.items()}
-    return cls(**values)
+    try:
+        return cls(**values)
+    except ValueError as err:
+        raise ValueError(f"{source}: {err}") from err
 
 
 def _from_table(table: dict[str, Any], source: Path) -> AppConfig:
-    return _build(AppConfig, table, source)
+    config = _build(AppConfig, table, source)
+    # spec: local_answer_task_types is force-cleared at config load -- a hand-written list never enables
+    # local answers; llm/routing_policy.py repopulates it from a verified evaluation artifact only.
+    return dataclasses.replace(config, llm=dataclasses.replace(config.llm, local_answer_task_types=()))
 
 
 def load_config(root: Path, config_file: Path | None = None) -> AppConfig:

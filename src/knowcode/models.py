@@ -346,3 +346,62 @@ class EntityContext:
     subclasses: tuple[GraphNode, ...]
     importers: tuple[GraphNode, ...]  # modules that import it
     truncated: bool
+
+
+class AnswerRoute(str, Enum):
+    """Where an answer came from (spec: Local-vs-LLM routing)."""
+
+    LOCAL = "local"  # the context bundle itself, judged sufficient for a verified task type
+    LLM = "llm"  # a configured model answered from the bundle
+    NONE = "none"  # neither: no verified local route and no model answered (see the attempts)
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerAttempt:
+    """One step of answering a question, in order: a local bundle rung or one model call.
+
+    `outcome` is one of: ``insufficient`` (a bundle rung below the bar), ``not_verified`` (local answers
+    are off for the task type), ``answered``, ``rate_limited`` (our client-side limit), ``exhausted``
+    (the provider's 429 or quota), ``timeout``, or ``error``. `error` is a short message, never a key.
+    """
+
+    model: str  # "local" for a bundle rung, else the configured model name
+    outcome: str
+    error: str | None
+    latency_ms: float
+    max_tokens: int = 0  # bundle rungs: the budget; model calls: 0
+    sufficiency_score: float | None = None  # bundle rungs: the bundle's score
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerSource:
+    """Code an answer rests on: an entity of the bundle with its path and lines."""
+
+    path: str
+    start_line: int
+    end_line: int
+    qualified_name: str
+
+    @property
+    def location(self) -> str:
+        """``path:start-end``, as answers cite code."""
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The answer to one question, with its route and everything tried on the way (``KnowCode.ask``)."""
+
+    question: str
+    text: str
+    route: AnswerRoute
+    model: str | None  # the model that answered; None for local answers and failures
+    task_type: TaskType
+    sufficiency_score: float  # of the bundle the answer was built from
+    sources: tuple[AnswerSource, ...]
+    attempts: tuple[AnswerAttempt, ...]
+    context_tokens: int  # tokens of the bundle given to the model or shown as the local answer
+    input_tokens: int | None  # as the provider reported them; None when local or unreported
+    output_tokens: int | None
+    latency_ms: float
+    routing_reason: str  # why local answering was on or off for this task type
