@@ -2,8 +2,8 @@
 
 Each repo of the benchmark's registry subset is indexed with KnowCode's Python API, then every query
 runs through every method. A method is a named configuration of the engine (or a baseline computed in
-the same run); scoring follows bench/README.md exactly (see bench_scoring.py). Indexing is not timed;
-query latency is measured per call after one warm-up call.
+the same run); scoring follows bench/README.md exactly (see src/knowcode/evals/scoring.py). Indexing is
+not timed; query latency is measured per call after one warm-up call.
 
     python benchmarks/quality.py                          # fetch the corpus into benchmarks/.corpus
     python benchmarks/quality.py --corpus DIR --only flask zod --methods bm25-baseline
@@ -31,7 +31,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from bench_scoring import (
+import knowcode
+from knowcode import AppConfig, KnowCode
+from knowcode.evals.scoring import (
     CATEGORIES,
     CUTOFF,
     Hit,
@@ -43,9 +45,6 @@ from bench_scoring import (
     score_query,
     summarize,
 )
-
-import knowcode
-from knowcode import AppConfig, KnowCode
 from knowcode.retrieval.reranker import RankingSignals
 
 HERE = Path(__file__).resolve().parent

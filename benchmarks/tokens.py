@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_scoring import Hit, Query, Target, hit_matches
 from quality import RESULTS, code_view, find_bench_dir, load_repos, log, store_folder
 
 import knowcode
 from knowcode import AppConfig, KnowCode
+from knowcode.evals.scoring import Hit, Query, Target, hit_matches
 from knowcode.indexing.tokenizer import STOP_WORDS
 
 BUDGETS = (500, 1000, 2000, 4000)  # issue #4: the budgets to report

@@ -19,12 +19,13 @@ from rich.progress import (
     TextColumn,
     TimeRemainingColumn,
 )
+from rich.table import Table
 
 from knowcode import mcp_server, render  # mcp_server imports the SDK only when it starts
 from knowcode.analysis.call_graph import MAX_DEPTH
 from knowcode.engine import KnowCode
 from knowcode.errors import KnowCodeError
-from knowcode.models import TaskType, Verbosity
+from knowcode.models import AnswerRoute, TaskType, Verbosity
 
 EXIT_BAD_INPUT = 2  # a missing path, a bad option or config: the caller can fix the call
 EXIT_FAILURE = 1  # KnowCode could not do the job (store unreadable, newer schema, ...)
@@ -144,6 +145,24 @@ def context(
     typer.echo(render.context_json(bundle, level) if json else render.context_markdown(bundle, level))
 
 
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question about the code.")],
+    repo: RepoOption = Path(),
+    task: Annotated[str, typer.Option("--task", help=f"Task type: {_TASK_CHOICES}.")] = "auto",
+    store: StoreOption = None,
+    config: ConfigOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Answer a question: locally from the index when verified and sufficient, else through the [llm]
+    models in order (exit 1 when nothing answered; the code found is still printed)."""
+    with _errors():
+        answer = _open(repo, store, config).ask(question, task_type=task)
+    typer.echo(render.to_json(render.answer_data(answer)) if json else render.answer_text(answer))
+    if answer.route is AnswerRoute.NONE:
+        raise typer.Exit(EXIT_FAILURE)
+
+
 TargetArgument = Annotated[str, typer.Argument(
     help="An entity id, a qualified name (pkg.mod.Class.method), a unique name, or path[:line].")]
 _DEPTH_HELP = f"Relationships to follow from the target (1-{MAX_DEPTH})."
@@ -178,6 +197,70 @@ def impact(
     with _errors():
         result = _open(repo, store, config).impact(target, depth=depth)
     typer.echo(render.to_json(result) if json else render.impact_text(result))
+
+
+@app.command("eval")
+def eval_(
+    repo: RepoOption = Path(),
+    query_set: Annotated[Path | None, typer.Option(
+        "--set", help="Annotated queries: a JSON list of {query, category, relevant, secondary}.",
+        show_default="knowcode-eval.json in the repository")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="The routing artifact to write.",
+        show_default=".knowcode/routing-eval.json in the repository")] = None,
+    store: StoreOption = None,
+    config: ConfigOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Measure local answers per task type on annotated queries; write the routing artifact to pin."""
+    from knowcode.evals import (  # the LLM stack it loads (agent, providers) only this command needs
+        DEFAULT_ARTIFACT_PATH,
+        DEFAULT_QUERY_SET,
+        MIN_ELIGIBLE_QUERIES,
+        artifact_data,
+        pin_lines,
+        repo_relative,
+        write_routing_artifact,
+    )
+
+    with _errors():
+        engine = _open(repo, store, config)
+        default_set = engine.root / DEFAULT_QUERY_SET
+        if query_set is None and not default_set.is_file():
+            raise FileNotFoundError(f"no query set: pass --set FILE or create {default_set}"
+                                    " (a JSON list of {query, category, relevant, secondary}, the public "
+                                    "benchmark's annotation format)")
+        _with_progress(engine.index)
+        report = engine.evaluate(query_set or default_set)
+        path = out or engine.root / DEFAULT_ARTIFACT_PATH
+        try:
+            sha256 = write_routing_artifact(report, path)
+        except OSError as err:
+            raise _fail(f"cannot write the routing artifact {path}: {err.strerror or err}",
+                        EXIT_BAD_INPUT) from None
+    pinned = repo_relative(path, engine.root)
+    if json:
+        outcomes = [{"query": o.query, "task_type": o.task_type.value, "local_rung": o.local_rung,
+                     "local_hit": o.local_hit, "bundle_hit": o.bundle_hit, "ndcg_at_10": o.ndcg_at_10}
+                    for o in report.outcomes]
+        typer.echo(render.to_json({"artifact": str(path), "routing_artifact": pinned, "sha256": sha256,
+                                   "seconds": round(report.seconds, 2), "report": artifact_data(report),
+                                   "queries": outcomes}))
+        return
+    table = Table(title=f"{len(report.outcomes)} queries in {report.seconds:.1f}s", title_justify="left")
+    table.add_column("task type")
+    for column in ("queries", "eligible", "quality", "recall", "NDCG@10", "passes"):
+        table.add_column(column, justify="right")
+    for row in report.task_types:
+        table.add_row(row.task_type.value, str(row.queries), str(row.local_eligible), f"{row.quality:.2f}",
+                      f"{row.bundle_recall:.2f}", f"{row.ndcg_at_10:.3f}", "yes" if row.meets_floor else "no")
+    Console(highlight=False).print(table)
+    passing = ", ".join(task.value for task in report.passing_task_types) or "none"
+    typer.echo(f"eligible: a rung's bundle reached sufficiency {report.sufficiency_bar:.2f}; quality: share "
+               f"of eligible bundles holding a target; recall: the top rung's bundle, over all queries; "
+               f"passes: >= {MIN_ELIGIBLE_QUERIES} eligible and quality >= {report.quality_floor:.2f}\n"
+               f"local answers would be on for: {passing}\n"
+               f"wrote {path}; pin it under [llm] in knowcode.toml:\n{pin_lines(pinned, sha256)}")
 
 
 MAX_CONNECTIONS = 64  # concurrent connections `serve` accepts; uvicorn answers 503 beyond it

@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from knowcode.analysis import call_graph
 from knowcode.analysis.context_synthesizer import parse_verbosity, synthesize, validate_budget
 from knowcode.analysis.entity_context import entity_context
 from knowcode.analysis.token_counter import TokenCounter, default_counter
-from knowcode.config import AppConfig, default_store_dir, load_config
+from knowcode.config import AppConfig, default_store_dir, load_config, rate_limit_path
 from knowcode.indexing import IndexReport, index_repository, scan
 from knowcode.indexing.indexer import ProgressCallback
 from knowcode.models import (
+    Answer,
     CallTrace,
     ContextBundle,
     EntityContext,
@@ -31,6 +33,12 @@ from knowcode.retrieval.orchestrator import RetrievalOrchestrator, RetrievalResu
 from knowcode.retrieval.reranker import CrossEncoder
 from knowcode.retrieval.search_index import load_search_index, update_search_index
 from knowcode.storage import Store
+from knowcode.telemetry import TELEMETRY_FILE_NAME, TelemetryLog
+
+if TYPE_CHECKING:
+    from knowcode.evals.routing_eval import RoutingEvalReport
+    from knowcode.llm.agent import Rung
+    from knowcode.llm.routing_policy import RoutingPolicy
 
 
 def _check_root(root: Path) -> Path:
@@ -194,6 +202,67 @@ class KnowCode:
                                        expand_deps=expand_deps)
         return synthesize(result, orchestrator.store, self.root, max_tokens=max_tokens, task_type=chosen_task,
                           task_confidence=confidence, verbosity=chosen_verbosity, counter=counter)
+
+    def ask(self, question: str, task_type: TaskType | str = "auto") -> Answer:
+        """Answer a question about the code (spec: Local-vs-LLM routing).
+
+        The answer is the context bundle itself when the task type is verified for local answers (a
+        pinned ``knowcode eval`` artifact) and a bundle on the escalation ladder is sufficient; otherwise
+        the configured ``[llm] models`` answer from the bundle, in failover order. One telemetry event is
+        written to the index folder unless ``[llm] telemetry = false``.
+
+        :param question: the question.
+        :param task_type: "auto" (classify the question) or a task type.
+        :return: the answer with its route, model, sources, sufficiency and every attempt.
+        :raises ValueError: an empty question or an unknown task type.
+        :raises StoreError: the index cannot be read.
+        """
+        from knowcode.llm.agent import smart_answer  # the facade composes stages
+        from knowcode.llm.query_classifier import classify, parse_task_type
+
+        validate_query(question, 1)
+        chosen = task_type if isinstance(task_type, TaskType) else parse_task_type(task_type)
+        if chosen is None:
+            chosen = classify(question).task_type
+
+        def build_bundle(rung: Rung) -> ContextBundle:
+            return self.context(question, max_tokens=rung.max_tokens, limit_entities=rung.limit_entities,
+                                task_type=chosen, verbosity=rung.verbosity, expand_deps=rung.expand_deps)
+
+        llm = self.config.llm
+        telemetry = TelemetryLog(self.store_dir / TELEMETRY_FILE_NAME) if llm.telemetry else None
+        return smart_answer(question, task_type=chosen, build_bundle=build_bundle,
+                            policy=self.routing_policy(), llm=llm, limiter_path=rate_limit_path(),
+                            telemetry=telemetry)
+
+    def evaluate(self, query_set: Path) -> RoutingEvalReport:
+        """Measure local answering per task type on an annotated query set (``knowcode eval``).
+
+        :param query_set: a JSON list of ``{query, category, relevant, secondary}`` (the public benchmark's
+            annotation format).
+        :return: the report; :func:`knowcode.evals.write_routing_artifact` turns it into the artifact
+            that ``[llm] routing_artifact`` pins.
+        :raises FileNotFoundError: the query set does not exist.
+        :raises ValueError: the query set is unreadable, not JSON, not a list of valid entries, or empty.
+        :raises StoreError: the index cannot be read or written.
+        """
+        from knowcode import __version__  # knowcode/__init__ imports this module: read at call time
+        from knowcode.evals.routing_eval import load_query_set, run_routing_eval
+
+        return run_routing_eval(self, load_query_set(query_set), code_version=__version__)
+
+    def routing_policy(self) -> RoutingPolicy:
+        """The task types answered locally: only those the pinned, current routing artifact verified.
+
+        :return: the policy and its reason (local answers are off when the artifact is missing, edited
+            or stale).
+        """
+        from knowcode import __version__
+        from knowcode.evals.index_version import index_version
+        from knowcode.llm.routing_policy import load_routing_policy
+
+        return load_routing_policy(self.config.llm, self.root, index_version=index_version(self),
+                                   code_version=__version__)
 
     def close(self) -> None:
         """Release the read connection (the facade reopens it on the next query)."""

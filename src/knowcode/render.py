@@ -8,6 +8,7 @@ from typing import Any
 
 from knowcode.indexing import IndexReport
 from knowcode.models import (
+    Answer,
     CallTrace,
     ContextBundle,
     GraphNode,
@@ -191,3 +192,30 @@ def impact_text(report: ImpactReport) -> str:
     if report.truncated:
         lines.append(TRUNCATED_NOTICE)
     return "\n".join(lines)
+
+
+def answer_data(answer: Answer) -> dict[str, Any]:
+    """The `knowcode ask --json` document: the answer, its route and every attempt on the way."""
+    return {
+        "answer": answer.text,
+        "route": answer.route.value,
+        "model": answer.model,
+        "task_type": answer.task_type.value,
+        "sufficiency_score": answer.sufficiency_score,
+        "sources": [{"path": s.path, "start_line": s.start_line, "end_line": s.end_line,
+                     "qualified_name": s.qualified_name, "location": s.location} for s in answer.sources],
+        "attempts": [dataclasses.asdict(attempt) for attempt in answer.attempts],
+        "context_tokens": answer.context_tokens,
+        "input_tokens": answer.input_tokens,
+        "output_tokens": answer.output_tokens,
+        "latency_ms": round(answer.latency_ms, 1),
+        "routing_reason": answer.routing_reason,
+    }
+
+
+def answer_text(answer: Answer) -> str:
+    """The answer, then one line saying where it came from and what was tried."""
+    via = {"local": "answered locally", "llm": f"answered by {answer.model}", "none": "not answered"}
+    tried = ", ".join(f"{attempt.model} {attempt.outcome}" for attempt in answer.attempts)
+    return (f"{answer.text.strip()}\n\n---\n{via[answer.route.value]} ({answer.task_type.value}; "
+            f"sufficiency {answer.sufficiency_score:.2f}; {answer.latency_ms:.0f} ms); tried: {tried}")

@@ -9,10 +9,10 @@ from typing import Any, cast
 
 import pytest
 import quality
-from bench_scoring import Hit
 
 import knowcode
 from knowcode import AppConfig, KnowCode
+from knowcode.evals.scoring import Hit
 from tests.conftest import write_tree
 
 

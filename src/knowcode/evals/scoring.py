@@ -1,7 +1,9 @@
 """Scoring for the semble code-search benchmark: annotations, target matching, NDCG@10, averaging.
 
-Pure functions with no KnowCode imports, so the rules can be tested on hand-computed cases. The rules
-follow the benchmark's README (bench/README.md, "Scoring rules"):
+Pure functions with no other KnowCode imports, so the rules can be tested on hand-computed cases. The
+benchmark scripts (benchmarks/quality.py, benchmarks/tokens.py) and ``knowcode eval``
+(evals/routing_eval.py) share them. The rules follow the benchmark's README (bench/README.md, "Scoring
+rules"):
 
 - a query's targets are `relevant` plus `secondary`, each with gain 1; `seed` and `related` are ignored;
 - a target is a bare path (the whole file) or `{path, start_line, end_line}` (1-based, inclusive);
@@ -24,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-CUTOFF = 10
-CATEGORIES = ("semantic", "architecture", "symbol")
+CUTOFF = 10  # bench/README.md: the metric is NDCG@10, over the top 10 results
+CATEGORIES = ("semantic", "architecture", "symbol")  # bench/README.md: the query categories, report order
 
 
 class Hit(NamedTuple):
@@ -46,6 +48,7 @@ class Target:
 
     @property
     def is_span(self) -> bool:
+        """Whether the target is a line span rather than a whole file."""
         return self.start_line is not None and self.end_line is not None
 
 
@@ -94,11 +97,13 @@ def parse_target(raw: Any) -> Target:
     raise ValueError(f"a target must be a path or {{path, start_line, end_line}}, not {raw!r}")
 
 
-def parse_query(raw: Mapping[str, Any]) -> Query:
+def parse_query(raw: Any) -> Query:
     """Read one annotation entry (`query`, `category`, `relevant`, `secondary`; others ignored).
 
-    :raises ValueError: a required field is missing or has the wrong type.
+    :raises ValueError: the entry is not an object, or a required field is missing or has the wrong type.
     """
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"an annotation must be an object with `query` and `category`, not {raw!r}")
     text, category = raw.get("query"), raw.get("category")
     if not isinstance(text, str) or not isinstance(category, str):
         raise ValueError(f"an annotation needs string `query` and `category`: {raw!r}")
@@ -111,18 +116,25 @@ def parse_query(raw: Mapping[str, Any]) -> Query:
     return Query(text, category, tuple(targets))
 
 
+def parse_annotations(data: Any, source: str | Path) -> list[Query]:
+    """Read decoded annotations (a list of query entries), in order; `source` names them in errors.
+
+    :raises ValueError: the data is not a list of valid entries.
+    """
+    if not isinstance(data, list):
+        raise ValueError(f"{source}: expected a JSON list of queries, got {type(data).__name__}")
+    try:
+        return [parse_query(entry) for entry in data]
+    except ValueError as err:
+        raise ValueError(f"{source}: {err}") from err
+
+
 def load_annotations(path: Path) -> list[Query]:
     """Read an upstream annotation file (a JSON list of query entries), in file order.
 
     :raises ValueError: the file is not a JSON list of valid entries.
     """
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(data, list):
-        raise ValueError(f"{path}: expected a JSON list of queries, got {type(data).__name__}")
-    try:
-        return [parse_query(entry) for entry in data]
-    except ValueError as err:
-        raise ValueError(f"{path}: {err}") from err
+    return parse_annotations(json.loads(path.read_text(encoding="utf-8")), path)
 
 
 def normalize_path(path: str) -> str:

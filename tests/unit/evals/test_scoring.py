@@ -7,7 +7,8 @@ import math
 from pathlib import Path
 
 import pytest
-from bench_scoring import (
+
+from knowcode.evals.scoring import (
     Hit,
     Query,
     ScoredQuery,
@@ -238,7 +239,7 @@ def test_annotation_file_must_be_a_list(tmp_path: Path) -> None:
 
 
 def test_every_shipped_annotation_file_loads() -> None:
-    folder = Path(__file__).resolve().parents[3] / "shared" / "bench" / "annotations"
+    folder = Path(__file__).resolve().parents[4] / "shared" / "bench" / "annotations"
     if not folder.is_dir():
         pytest.skip("the benchmark annotations are not next to this checkout")
     counts = {p.stem: len(load_annotations(p)) for p in sorted(folder.glob("*.json"))}

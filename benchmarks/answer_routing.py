@@ -1,0 +1,122 @@
+"""Local-vs-LLM routing on the public benchmark: how right local answers are, per sufficiency bar.
+
+For every query the task type comes from the classifier and every rung of the escalation ladder
+(``llm/agent.py``) builds its bundle, recording the bundle's sufficiency, whether it holds an annotated
+target (bench/README.md's path and line rules) and how long it took. From those rows, for each candidate
+bar, a query is *local-eligible* when some rung reaches the bar, and its local answer is right when the
+first such rung's bundle holds a target. The baseline, from the same rows, is answering every query
+locally with the top rung's bundle (no gate): the gate is worth having only if it beats that.
+
+Then ``knowcode eval``'s own routine (``run_routing_eval``, default configuration) runs on every repo,
+giving the task types a routing artifact would verify there.
+
+    python benchmarks/answer_routing.py --corpus DIR [--only flask ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from quality import RESULTS, code_view, find_bench_dir, load_repos, log, store_folder
+
+import knowcode
+from knowcode import AppConfig, __version__
+from knowcode.config import DEFAULT_ROUTING_QUALITY_FLOOR
+from knowcode.evals.routing_eval import QuerySet, run_routing_eval
+from knowcode.evals.scoring import Hit, Query, hit_matches
+from knowcode.llm.agent import ESCALATION_LADDER
+from knowcode.llm.query_classifier import classify
+from knowcode.models import TaskType
+
+BARS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)  # candidate sufficiency bars around the default
+
+
+def _holds_target(query: Query, spans: Sequence[Hit]) -> bool:
+    return any(hit_matches(target, span) for target in query.targets for span in spans)
+
+
+def ladder_row(kc: knowcode.KnowCode, repo: str, query: Query) -> dict[str, Any]:
+    """Every rung's bundle for a query: sufficiency, target held, milliseconds."""
+    task = classify(query.text).task_type
+    rungs = []
+    for rung in ESCALATION_LADDER:
+        started = time.perf_counter()
+        bundle = kc.context(query.text, max_tokens=rung.max_tokens, limit_entities=rung.limit_entities,
+                            task_type=task, verbosity=rung.verbosity, expand_deps=rung.expand_deps)
+        spans = [Hit(e.path, e.start_line, e.end_line) for e in bundle.selected_entities]
+        rungs.append({"sufficiency": bundle.sufficiency_score, "hit": _holds_target(query, spans),
+                      "ms": (time.perf_counter() - started) * 1000})
+    return {"repo": repo, "query": query.text, "task_type": task.value, "rungs": rungs}
+
+
+def at_bar(rows: Sequence[dict[str, Any]], bar: float) -> dict[str, Any]:
+    """Eligible share, precision of local answers and their latency when the bar is ``bar``."""
+    eligible, right, latency = 0, 0, []
+    for row in rows:
+        elapsed = 0.0
+        for rung in row["rungs"]:
+            elapsed += rung["ms"]
+            if rung["sufficiency"] >= bar:
+                eligible += 1
+                right += rung["hit"]
+                latency.append(elapsed)
+                break
+    return {"queries": len(rows), "eligible": eligible,
+            "eligible_share": round(eligible / len(rows), 3) if rows else None,
+            "precision": round(right / eligible, 3) if eligible else None,
+            "local_p50_ms": round(statistics.median(latency), 1) if latency else None}
+
+
+def ungated(rows: Sequence[dict[str, Any]]) -> float | None:
+    """Precision of answering every query locally with the top rung's bundle."""
+    return round(statistics.fmean(row["rungs"][-1]["hit"] for row in rows), 3) if rows else None
+
+
+def main() -> None:
+    """Run the benchmark and write benchmarks/results/answer_routing.json."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--corpus", type=Path, help="a folder made by get_corpus.py")
+    parser.add_argument("--bench", type=Path, help="the benchmark folder")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these repos")
+    parser.add_argument("--store-root", type=Path, help="where per-repo indexes go (default: a temp dir)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "answer_routing.json")
+    args = parser.parse_args()
+    bench = find_bench_dir(args.bench)
+    repos = load_repos(bench, args.corpus, args.only)
+    rows: list[dict[str, Any]] = []
+    verified: dict[str, list[str]] = {}
+    with store_folder(args.store_root) as store_root:
+        for repo in repos:
+            tree = store_root / repo.name / "tree"
+            code_view(repo.root, tree)
+            kc = knowcode.open(tree, store=store_root / repo.name / "index", config=AppConfig())
+            kc.index()
+            rows += [ladder_row(kc, repo.name, query) for query in repo.queries]
+            annotations = bench / "annotations" / f"{repo.name}.json"
+            report = run_routing_eval(kc, QuerySet(annotations, "", tuple(repo.queries)),
+                                      code_version=__version__)
+            verified[repo.name] = [task.value for task in report.passing_task_types]
+            log(f"[{repo.name}] verified for local answers: {', '.join(verified[repo.name]) or 'none'}")
+    by_type = {task.value: [row for row in rows if row["task_type"] == task.value] for task in TaskType}
+    result = {
+        "measured_at": time.strftime("%Y-%m-%d %H:%M"), "knowcode_version": __version__,
+        "queries": len(rows), "quality_floor": DEFAULT_ROUTING_QUALITY_FLOOR,
+        "ungated_precision": {"all": ungated(rows), **{t: ungated(r) for t, r in by_type.items() if r}},
+        "by_bar": {str(bar): {"all": at_bar(rows, bar),
+                              **{t: at_bar(r, bar) for t, r in by_type.items() if r}} for bar in BARS},
+        "verified_task_types": verified,
+        "rows": rows,
+    }
+    print(json.dumps({k: v for k, v in result.items() if k != "rows"}, indent=2))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
