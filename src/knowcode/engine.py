@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -203,7 +203,8 @@ class KnowCode:
         return synthesize(result, orchestrator.store, self.root, max_tokens=max_tokens, task_type=chosen_task,
                           task_confidence=confidence, verbosity=chosen_verbosity, counter=counter)
 
-    def ask(self, question: str, task_type: TaskType | str = "auto") -> Answer:
+    def ask(self, question: str, task_type: TaskType | str = "auto", *,
+            query_lock: AbstractContextManager[object] | None = None) -> Answer:
         """Answer a question about the code (spec: Local-vs-LLM routing).
 
         The answer is the context bundle itself when the task type is verified for local answers (a
@@ -213,6 +214,8 @@ class KnowCode:
 
         :param question: the question.
         :param task_type: "auto" (classify the question) or a task type.
+        :param query_lock: held while a bundle is built, released during model calls (a server that
+            serialises its facade passes its lock, so a slow model does not stall other queries).
         :return: the answer with its route, model, sources, sufficiency and every attempt.
         :raises ValueError: an empty question or an unknown task type.
         :raises StoreError: the index cannot be read.
@@ -226,14 +229,16 @@ class KnowCode:
             chosen = classify(question).task_type
 
         def build_bundle(rung: Rung) -> ContextBundle:
-            return self.context(question, max_tokens=rung.max_tokens, limit_entities=rung.limit_entities,
-                                task_type=chosen, verbosity=rung.verbosity, expand_deps=rung.expand_deps)
+            with query_lock or nullcontext():
+                return self.context(question, max_tokens=rung.max_tokens, limit_entities=rung.limit_entities,
+                                    task_type=chosen, verbosity=rung.verbosity, expand_deps=rung.expand_deps)
 
+        with query_lock or nullcontext():
+            policy = self.routing_policy()  # loads the embedding model when nothing has yet
         llm = self.config.llm
         telemetry = TelemetryLog(self.store_dir / TELEMETRY_FILE_NAME) if llm.telemetry else None
-        return smart_answer(question, task_type=chosen, build_bundle=build_bundle,
-                            policy=self.routing_policy(), llm=llm, limiter_path=rate_limit_path(),
-                            telemetry=telemetry)
+        return smart_answer(question, task_type=chosen, build_bundle=build_bundle, policy=policy, llm=llm,
+                            limiter_path=rate_limit_path(), telemetry=telemetry)
 
     def evaluate(self, query_set: Path) -> RoutingEvalReport:
         """Measure local answering per task type on an annotated query set (``knowcode eval``).
