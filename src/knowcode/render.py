@@ -204,7 +204,8 @@ def answer_data(answer: Answer) -> dict[str, Any]:
         "sufficiency_score": answer.sufficiency_score,
         "sources": [{"path": s.path, "start_line": s.start_line, "end_line": s.end_line,
                      "qualified_name": s.qualified_name, "location": s.location} for s in answer.sources],
-        "attempts": [dataclasses.asdict(attempt) for attempt in answer.attempts],
+        "attempts": [{**dataclasses.asdict(attempt), "latency_ms": round(attempt.latency_ms, 1)}
+                     for attempt in answer.attempts],
         "context_tokens": answer.context_tokens,
         "input_tokens": answer.input_tokens,
         "output_tokens": answer.output_tokens,
