@@ -23,11 +23,30 @@ MINUTE_SECONDS = 60.0
 DAY_SECONDS = 86_400.0
 # How long a process waits for another one's write lock before SQLite gives up (seconds).
 LOCK_TIMEOUT_SECONDS = 30.0
+WAL_RETRY_SECONDS = 0.01  # pause between tries of the one-time switch to WAL when another process holds it
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS llm_requests (model TEXT NOT NULL, ts REAL NOT NULL)",
     "CREATE INDEX IF NOT EXISTS llm_requests_model_ts ON llm_requests (model, ts)",
 )
+
+
+def _ensure_wal(conn: sqlite3.Connection) -> None:
+    """Switch the file to WAL once (the mode persists in the file).
+
+    Two processes creating the file at once can both try the switch; SQLite may report the loser's
+    attempt as busy without waiting on the busy timeout, so it is retried until the timeout.
+    """
+    deadline = time.monotonic() + LOCK_TIMEOUT_SECONDS
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(WAL_RETRY_SECONDS)
 
 
 class RateLimitExceeded(KnowCodeError):
@@ -113,7 +132,7 @@ class RateLimiter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_SECONDS, isolation_level=None)
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            _ensure_wal(conn)
             conn.execute("BEGIN IMMEDIATE")
             try:
                 for statement in _SCHEMA:
