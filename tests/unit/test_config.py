@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from knowcode.config import CACHE_DIR_ENV, AppConfig, default_store_dir, load_config
+from knowcode.config import CACHE_DIR_ENV, AppConfig, LLMConfig, ModelConfig, default_store_dir, load_config
 from knowcode.indexing.scanner import DEFAULT_MAX_FILE_BYTES
 
 
@@ -161,3 +161,58 @@ def test_default_store_dir_without_env_var_uses_user_cache(
     assert not store.is_relative_to(tmp_path)
     monkeypatch.setenv(CACHE_DIR_ENV, "")  # empty means unset
     assert default_store_dir(tmp_path) == store
+
+
+# --- the [llm] table ------------------------------------------------------------------------------
+
+ISSUE_MODELS = """[llm]
+models = [
+  { name = "qwen2.5-coder", provider = "openai", base_url = "http://127.0.0.1:11434/v1", api_key_env = "OLLAMA_API_KEY", rpm = 30, rpd = 1000 },
+  { name = "gpt-4.1-mini", provider = "openai", api_key_env = "OPENAI_API_KEY" },
+]
+"""  # noqa: E501 - the shape the answering issue requires, verbatim
+
+
+def test_llm_models_in_failover_order_with_defaults_filled_in(tmp_path: Path) -> None:
+    write(tmp_path / "knowcode.toml", ISSUE_MODELS)
+    models = load_config(tmp_path).llm.models
+    assert models == (
+        ModelConfig(name="qwen2.5-coder", provider="openai", base_url="http://127.0.0.1:11434/v1",
+                    api_key_env="OLLAMA_API_KEY", rpm=30, rpd=1000),
+        ModelConfig(name="gpt-4.1-mini", provider="openai", api_key_env="OPENAI_API_KEY"),
+    )
+    assert models[1].rpm == 0 and models[1].timeout_seconds == 60.0 and models[1].base_url == ""
+
+
+def test_llm_table_in_pyproject(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", ISSUE_MODELS.replace("[llm]", "[tool.knowcode.llm]")
+          + "sufficiency_threshold = 0.9\n")
+    llm = load_config(tmp_path).llm
+    assert [m.name for m in llm.models] == ["qwen2.5-coder", "gpt-4.1-mini"]
+    assert llm.sufficiency_threshold == 0.9
+
+
+def test_local_answer_task_types_are_cleared_at_load(tmp_path: Path) -> None:
+    write(tmp_path / "knowcode.toml", '[llm]\nlocal_answer_task_types = ["locate", "explain"]\n')
+    assert load_config(tmp_path).llm == LLMConfig()
+
+
+@pytest.mark.parametrize(("body", "words"), [
+    ('models = [{ name = "m", provider = "ollama" }]', ("provider", "openai, anthropic, gemini", "'ollama'")),
+    ('models = [{ provider = "openai" }]', ("needs a name",)),
+    ('models = [{ name = "m", rpm = -1 }]', ("rpm and rpd",)),
+    ('models = [{ name = "m", rpm = "30" }]', ("llm.models[0].rpm", "int")),
+    ('models = [{ name = "m", timeout_seconds = 0 }]', ("timeout_seconds",)),
+    ('models = [{ name = "m", colour = "red" }]', ("llm.models[0].colour",)),
+    ('models = ["gpt-4.1-mini"]', ("llm.models[0]", "table")),
+    ('models = { name = "m" }', ("llm.models", "array")),
+    ("sufficiency_threshold = 1.5", ("sufficiency_threshold", "between 0 and 1")),
+    ("local_answer_task_types = [1]", ("local_answer_task_types[0]", "str")),
+])
+def test_bad_llm_settings_are_errors_naming_the_setting(tmp_path: Path, body: str,
+                                                        words: tuple[str, ...]) -> None:
+    write(tmp_path / "knowcode.toml", "[llm]\n" + body + "\n")
+    with pytest.raises(ValueError) as info:
+        load_config(tmp_path)
+    assert all(word in str(info.value) for word in words), str(info.value)
+    assert "knowcode.toml" in str(info.value)

@@ -1,6 +1,7 @@
 """smart_answer's escalation and the LLM leg's failover, with fake bundles and fake chat providers.
 
-The real protocols (HTTP servers on 127.0.0.1) are exercised in test_providers.py and test_ask.py.
+The real protocols (HTTP servers on 127.0.0.1) are exercised in test_providers.py, tests/e2e/test_ask.py
+and the envelope-caps test at the end of this file.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 
 from knowcode.config import LLMConfig, ModelConfig
 from knowcode.llm.agent import ESCALATION_LADDER, ProviderFactory, Rung, answer, local_bar, smart_answer
-from knowcode.llm.prompt_contract import ENVELOPE_KEY, MAX_ERROR_CHARS
+from knowcode.llm.prompt_contract import ENVELOPE_KEY, MAX_CONTEXT_CHARS, MAX_ERROR_CHARS, MAX_QUESTION_CHARS
 from knowcode.llm.providers import ChatProvider, Completion, ProviderError, ProviderExhausted, ProviderTimeout
 from knowcode.llm.routing_policy import RoutingPolicy
 from knowcode.models import (
@@ -26,6 +27,7 @@ from knowcode.models import (
     Verbosity,
 )
 from knowcode.telemetry import TelemetryLog, read_events
+from tests.unit.llm._chat_servers import serving
 
 ON = RoutingPolicy(frozenset({TaskType.LOCATE}), "verified by test artifact", "artifact.json")
 OFF = RoutingPolicy(frozenset(), "no routing artifact configured", None)
@@ -222,3 +224,18 @@ def test_one_telemetry_event_per_logical_query(tmp_path: Path) -> None:
     smart_answer("again", task_type=TaskType.LOCATE, build_bundle=Ladder((0.95,)), policy=ON,
                  llm=llm, limiter_path=tmp_path / "rl.sqlite", telemetry=log)
     assert [e["route"] for e in read_events(log.path)] == ["llm", "local"]
+
+
+def test_the_caps_hold_in_the_request_a_real_server_receives(tmp_path: Path) -> None:
+    question, context, error = "q" * 9_000, "c" * 130_000, "e" * 300
+    with serving("openai") as server:
+        reply = answer(question, bundle(0.5, errors=(error,), text=context), (server.model_config(),),
+                       limiter_path=tmp_path / "rl.sqlite")
+    assert reply.model == "test-model"
+    user = server.requests[0].body["messages"][1]["content"]
+    envelope = json.loads(user.split("\n", 1)[1])[ENVELOPE_KEY]
+    assert envelope == {
+        "question": "q" * MAX_QUESTION_CHARS + "[truncated 1000 chars]",
+        "context": "c" * MAX_CONTEXT_CHARS + "[truncated 10000 chars]",
+        "errors": ["e" * MAX_ERROR_CHARS + "[truncated 100 chars]"],
+    }
