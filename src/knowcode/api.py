@@ -2,8 +2,9 @@
 
 Routes only check input, call the facade and render through :mod:`knowcode.render`, so the CLI's
 ``--json``, this API and the MCP server print the same documents. The facade is not thread-safe, so
-queries run one at a time under a lock; ``POST /reload`` indexes with a second facade while queries
-go on, then swaps the index in.
+queries run one at a time under a lock; ``POST /ask`` holds it only while it builds bundles, not while
+a model answers. ``POST /reload`` indexes with a second facade while queries go on, then swaps the
+index in.
 
 Freshness: every response that reads the index carries ``X-KnowCode-Indexed-At`` (when the last
 complete indexing run finished, RFC 3339 UTC) and ``X-KnowCode-Files-Changed`` (indexed files whose
@@ -41,7 +42,7 @@ from knowcode.analysis.signals import changed_since_index
 from knowcode.api_guard import MAX_BODY_BYTES, RequestGuard, error_body
 from knowcode.engine import KnowCode
 from knowcode.errors import KnowCodeError, StoreError
-from knowcode.models import TaskType, TraceDirection, Verbosity
+from knowcode.models import Answer, TaskType, TraceDirection, Verbosity
 from knowcode.safety import check_text
 from knowcode.storage import Store
 
@@ -52,6 +53,7 @@ MAX_HTTP_LIMIT = 100  # hits or entities per request over HTTP (the Python API a
 FRESHNESS_TTL_SECONDS = 1.0  # how long a files-changed count is reused before the files are stat'ed again
 INDEXED_AT_HEADER = "X-KnowCode-Indexed-At"
 FILES_CHANGED_HEADER = "X-KnowCode-Files-Changed"
+TASK_TYPE_CHOICES = ("auto", *(task.value for task in TaskType))  # `task_type` values; auto: classify
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -139,6 +141,18 @@ class Service:
         except Exception as err:
             raise _translate(err) from err
 
+    def ask(self, question: str, task_type: str) -> tuple[Answer, Freshness]:
+        """Answer a question, then read freshness; errors come out as :class:`ApiError`.
+
+        The lock is held only while bundles are built: a model call may take a minute, and the other
+        queries go on meanwhile.
+        """
+        try:
+            answer = self.engine.ask(question, task_type, query_lock=self._lock)
+            return answer, self.freshness()
+        except Exception as err:
+            raise _translate(err) from err
+
     def freshness(self) -> Freshness:
         """The index's freshness, read on its own connection and cached for FRESHNESS_TTL_SECONDS.
 
@@ -181,10 +195,20 @@ class ContextQuery(BaseModel):
                        description='The question, words, an identifier or a "quoted exact name".')
     max_tokens: int = Field(6000, ge=MIN_MAX_TOKENS, le=MAX_MAX_TOKENS, description="Token budget.")
     task_type: str = Field("auto", description="auto (classify the query) or a task type.",
-                           json_schema_extra={"enum": ["auto", *(task.value for task in TaskType)]})
+                           json_schema_extra={"enum": [*TASK_TYPE_CHOICES]})
     verbosity: Verbosity = Field(Verbosity.MINIMAL, description="Which fields the bundle carries.")
     limit_entities: int = Field(3, ge=1, le=MAX_HTTP_LIMIT, description="Ranked entities wanted.")
     expand_deps: bool = Field(True, description="Add the entities' 1-hop callees after them.")
+
+
+class AskQuery(BaseModel):
+    """The body of ``POST /ask``: the facade's `ask` arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The question.")
+    task_type: str = Field("auto", description="auto (classify the question) or a task type.",
+                           json_schema_extra={"enum": [*TASK_TYPE_CHOICES]})
 
 
 class ErrorDetail(BaseModel):
@@ -296,6 +320,14 @@ def create_app(engine: KnowCode, *, token: str | None, max_body_bytes: int = MAX
             return render.context_json(bundle, bundle.verbosity)
 
         return run(work)
+
+    @app.post(f"{API_PREFIX}/ask", responses=_ERRORS)
+    def ask(request: AskQuery) -> Response:
+        """An answer with its route and sources (as `knowcode ask --json`): local from the index when
+        verified, else from the configured models; route "none" (still 200) says why neither answered."""
+        question = _text(request.question, "question", MAX_QUERY_CHARS)
+        answer, freshness = service.ask(question, request.task_type)
+        return _json(render.to_json(render.answer_data(answer)), freshness)
 
     @app.get(API_PREFIX + "/entities/{entity_id:path}", responses=_ERRORS)
     def entity(entity_id: EntityRef) -> Response:

@@ -5,8 +5,9 @@ when the server starts, so the rest of KnowCode works without the ``mcp`` extra.
 serves the protocol from a private copy of stdout and points the process's own stdout at stderr, so
 nothing but protocol can reach the client; logs go to stderr. Streamable HTTP binds loopback only.
 
-Each repository has one :class:`~knowcode.engine.KnowCode` facade, used by one tool call at a time.
-It is indexed on first use, and every call first brings it up to date (only changed files are parsed).
+Each repository has one :class:`~knowcode.engine.KnowCode` facade, used by one tool call at a time
+(``ask_codebase`` holds it only while it builds bundles, not while a model answers). It is indexed on
+first use, and every call first brings it up to date (only changed files are parsed).
 With ``--watch`` each repository is indexed at start and then re-indexed in the background as files
 change (with a second facade, swapped in when complete), so calls never wait for indexing. Every
 tool's result carries ``indexed_at`` (when the index it was answered from was built, epoch seconds)
@@ -69,6 +70,8 @@ DESCRIPTIONS = {
               "subclasses, importers) and affected files.",
     "index_status": "Index freshness and totals: files changed since indexing, last update, languages, "
                     "counts, skipped and failed files.",
+    "ask_codebase": "An answer with sources, from the index when verified, else the user's configured "
+                    "LLM (none configured: no model is called; route \"none\" and the code found).",
 }
 
 
@@ -149,17 +152,34 @@ class Repositories:
         raise ValueError(f"unknown repository {repo!r}: this server answers for {served}")
 
     def call(self, repo: str | None, work: Callable[[KnowCode], T]) -> T:
-        """Bring the chosen repository's index up to date, then run `work` on its facade.
+        """Bring the chosen repository's index up to date, then run `work` on its facade."""
+        item = self.select(repo)
+        with item.lock:
+            self._refresh(item)
+            return work(item.engine)
 
-        A watched repository is not refreshed here: its watcher keeps the index current.
+    def ask(self, repo: str | None, question: str, task_type: str) -> str:
+        """Answer a question about the chosen repository; the `ask` document as compact JSON, with the
+        index's freshness added.
+
+        The lock is held while the index is refreshed and while each bundle is built, not during model
+        calls: a model may take a minute, and the other tools keep answering meanwhile.
+
+        :raises ValueError: an unknown repository, an empty question or an unknown task type.
+        :raises StoreError: the index cannot be read.
         """
         item = self.select(repo)
         with item.lock:
-            if item.watcher is None:
-                report = item.engine.refresh()
-                if report is not None:
-                    self._record(item, report)
-            return work(item.engine)
+            self._refresh(item)
+        answer = item.engine.ask(question, task_type, query_lock=item.lock)
+        return render.compact_json({**render.answer_data(answer), **self.freshness(item)})
+
+    def _refresh(self, item: Repository) -> None:
+        """Bring the index up to date, under the repository's lock (a watched one is left to its watcher)."""
+        if item.watcher is None:
+            report = item.engine.refresh()
+            if report is not None:
+                self._record(item, report)
 
     def answer(self, repo: str | None, work: Callable[[KnowCode], Any]) -> str:
         """Run `work` as :meth:`call` does; its document (a dict or a dataclass) as compact JSON, with
@@ -266,7 +286,7 @@ def _require_sdk() -> None:
 
 
 def build_server(repos: Repositories) -> "MCPServer":
-    """The MCP server with KnowCode's six tools, answering for `repos`.
+    """The MCP server with KnowCode's seven tools, answering for `repos`.
 
     :param repos: the served repositories.
     :return: the server, not yet running.
@@ -298,6 +318,7 @@ def build_server(repos: Repositories) -> "MCPServer":
     Repo = Annotated[str | None, Field(description="Repository name or path; default: the first.")]
     Depth = Annotated[int, Field(ge=1, le=MAX_DEPTH)]
     Target = Annotated[str, Field(description="Entity id, qualified name, name, or path:line.")]
+    Task = Literal["auto", "explain", "debug", "extend", "review", "locate", "general"]
 
     def query_text(query: str) -> str:
         return check_text(query, "query", MAX_QUERY_CHARS)
@@ -315,7 +336,7 @@ def build_server(repos: Repositories) -> "MCPServer":
     def retrieve_context_for_query(
         query: str,
         max_tokens: Annotated[int, Field(ge=50, le=200_000)] = 6000,
-        task_type: Literal["auto", "explain", "debug", "extend", "review", "locate", "general"] = "auto",
+        task_type: Task = "auto",
         limit_entities: Annotated[int, Field(ge=1, le=50)] = 3,
         expand_deps: bool = True,
         verbosity: Literal["minimal", "standard", "verbose"] = "minimal",
@@ -347,9 +368,13 @@ def build_server(repos: Repositories) -> "MCPServer":
     def index_status(repo: Repo = None) -> str:
         return answer(lambda: repos.status(repo))
 
+    @tool
+    def ask_codebase(question: str, task_type: Task = "auto", repo: Repo = None) -> str:
+        return answer(lambda: repos.ask(repo, check_text(question, "question", MAX_QUERY_CHARS), task_type))
+
     return MCPServer(SERVER_NAME, version=__version__, log_level="WARNING", tools=tools,
-                     instructions="Code search, context, call graphs and impact for the indexed "
-                                  "repositories; indexes are kept up to date automatically.")
+                     instructions="Code search, context, call graphs, impact and answers for the "
+                                  "indexed repositories; indexes are kept up to date automatically.")
 
 
 def _drop_titles(schema: dict[str, Any]) -> None:

@@ -17,9 +17,11 @@ import pytest
 from typer.testing import CliRunner
 
 from knowcode import render
+from knowcode.config import CACHE_DIR_ENV, AppConfig, LLMConfig
 from knowcode.engine import KnowCode
 from knowcode.models import Verbosity
 from tests.conftest import SAMPLE_REPO, write_tree
+from tests.unit.llm._chat_servers import serving
 
 pytest.importorskip("fastapi", reason="the server extra is not installed")
 pytest.importorskip("uvicorn", reason="the server extra is not installed")
@@ -114,6 +116,36 @@ def test_context_query_defaults(client: httpx.Client) -> None:
     assert response.json()["max_tokens"] == 6000
 
 
+def test_ask_without_models_is_a_200_saying_why(client: httpx.Client) -> None:
+    response = client.post("/ask", json={"question": "how does Engine run text"})
+    assert response.status_code == 200, response.text
+    _assert_fresh(response)
+    body = response.json()
+    assert body["route"] == "none" and body["model"] is None
+    assert "no models are configured" in body["answer"] and "pkg/core.py" in body["answer"]
+
+
+def test_ask_answers_through_a_configured_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))  # the rate limiters' request log
+    root = write_tree(tmp_path / "repo", SAMPLE_REPO)
+    with serving("openai") as chat:
+        chat.script(chat.answer("Engine.run passes slugify(text) to helper (pkg/core.py)."))
+        config = AppConfig(llm=LLMConfig(models=(chat.model_config("local-model"),)))
+        engine = KnowCode.from_path(root, store=tmp_path / "store", config=config)
+        with serve(engine) as live:
+            response = httpx.post(f"{live.base_url}{API_PREFIX}/ask", timeout=30,
+                                  json={"question": "how does Engine run text", "task_type": "explain"})
+        engine.close()
+    assert response.status_code == 200, response.text
+    _assert_fresh(response)
+    body = response.json()
+    assert (body["route"], body["model"], body["task_type"]) == ("llm", "local-model", "explain")
+    assert body["answer"] == "Engine.run passes slugify(text) to helper (pkg/core.py)."
+    assert [a["outcome"] for a in body["attempts"]] == ["not_verified", "answered"]
+    assert any(source["path"] == "pkg/core.py" for source in body["sources"])
+    assert (body["input_tokens"], body["output_tokens"]) == (11, 7) and len(chat.requests) == 1
+
+
 def test_entity_by_name_and_by_id(client: httpx.Client) -> None:
     by_name = client.get("/entities/pkg.util.helper")
     assert by_name.status_code == 200, by_name.text
@@ -165,6 +197,14 @@ def test_context_query_rejects_bad_input(client: httpx.Client, body: Any) -> Non
     _error(client.post("/context/query", json=body), 400, "bad_request")
 
 
+@pytest.mark.parametrize("body", [
+    {"question": ""}, {"question": "  "}, {"question": "x" * (MAX_QUERY_CHARS + 1)}, {"question": "a\x00b"},
+    {"question": "x", "task_type": "dance"}, {"question": "x", "extra": 1}, {"query": "x"}, {}, [],
+])
+def test_ask_rejects_bad_input(client: httpx.Client, body: Any) -> None:
+    _error(client.post("/ask", json=body), 400, "bad_request")
+
+
 def test_malformed_json_is_a_bad_request(client: httpx.Client) -> None:
     response = client.post("/context/query", content=b"{not json",
                            headers={"content-type": "application/json"})
@@ -190,9 +230,10 @@ def test_unknown_route_and_method(client: httpx.Client) -> None:
     _error(client.delete("/stats"), 405, "method_not_allowed")
 
 
-def test_oversized_body_by_content_length(client: httpx.Client) -> None:
-    body = json.dumps({"query": "x" * (MAX_BODY_BYTES + 10)})
-    response = client.post("/context/query", content=body, headers={"content-type": "application/json"})
+@pytest.mark.parametrize(("path", "field"), [("/context/query", "query"), ("/ask", "question")])
+def test_oversized_body_by_content_length(client: httpx.Client, path: str, field: str) -> None:
+    body = json.dumps({field: "x" * (MAX_BODY_BYTES + 10)})
+    response = client.post(path, content=body, headers={"content-type": "application/json"})
     _error(response, 413, "payload_too_large")
 
 
@@ -260,6 +301,8 @@ def test_auth_on_refuses_requests_without_the_token(auth_server: LiveServer, hea
     response = httpx.post(f"{auth_server.base_url}{API_PREFIX}/context/query", json={"query": "x"},
                           headers=headers)
     _error(response, 401, "unauthorized")
+    response = httpx.post(f"{auth_server.base_url}{API_PREFIX}/ask", json={"question": "x"}, headers=headers)
+    _error(response, 401, "unauthorized")
 
 
 def test_auth_on_accepts_the_token(auth_server: LiveServer) -> None:
@@ -311,7 +354,7 @@ MAX_EXAMPLES = 30  # per operation and generation mode
 def test_openapi_property_based_no_server_error(server: LiveServer, mode: GenerationMode) -> None:
     schema = schemathesis.openapi.from_url(f"{server.base_url}/openapi.json")
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 10
+    assert len(operations) == 11
 
     for operation in operations:
         if mode is GenerationMode.NEGATIVE and not any(

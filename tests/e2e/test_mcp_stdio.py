@@ -17,17 +17,20 @@ import pytest
 from knowcode.indexing.indexer import PARALLEL_MIN_FILES
 from knowcode.mcp_server import DESCRIPTIONS
 from tests.conftest import SAMPLE_REPO, write_tree
+from tests.unit.llm._chat_servers import serving
 
 mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed")
 from mcp import Client, StdioServerParameters  # noqa: E402 - after the skip check
 from mcp_types import CallToolResult  # noqa: E402
 
 TOOLS = {"search_codebase", "retrieve_context_for_query", "get_entity_context", "trace_calls", "impact",
-         "index_status"}
+         "index_status", "ask_codebase"}
 MAX_DESCRIPTION_CHARS = 300  # a tool description is paid for on every agent turn
 MAX_TOOL_LIST_CHARS = 4000  # the whole tools/list answer: names, descriptions and input schemas
 SESSION_SECONDS = 120  # a whole session, first indexing included
 HANDSHAKE_VERSION = "2025-06-18"  # the initialize handshake most MCP clients speak today
+KEY_ENV = "KNOWCODE_TEST_LLM_KEY"
+SECRET = "sk-test-0123456789-mcp"
 
 
 def server_command(*roots: Path, store: Path) -> list[str]:
@@ -117,6 +120,12 @@ def test_every_tool_over_stdio(repo: Path, tmp_path: Path) -> None:
         assert status["files"] == len(SAMPLE_REPO) and status["files_changed_since_index"] == 0
         assert status["languages"]["python"] == 4 and status["root"] == str(repo.resolve())
         assert status["last_update"]["added"] == len(SAMPLE_REPO)  # the first use indexed everything
+
+        # no [llm] models: an honest non-answer that still hands over the code found, as a result
+        answer = ok(await client.call_tool("ask_codebase", {"question": "how does Engine.run work"}))
+        assert answer["route"] == "none" and answer["model"] is None
+        assert "no models are configured" in answer["answer"] and "pkg/core.py" in answer["answer"]
+        assert answer["indexed_at"] == status["indexed_at"] and answer["pending_changes"] == 0
         checked.append("tools")
 
         # the index follows the tree: a file written now is found by the next call
@@ -135,6 +144,8 @@ def test_every_tool_over_stdio(repo: Path, tmp_path: Path) -> None:
             ("get_entity_context", "ambiguous"): {"entity_id_or_name": "run"},
             ("search_codebase", "unknown repository"): {"query": "x", "repo": "elsewhere"},
             ("retrieve_context_for_query", "query"): {"query": "   "},
+            ("ask_codebase", "empty"): {"question": "  "},
+            ("ask_codebase", "task_type"): {"question": "why", "task_type": "dance"},
         }
         for (name, message), arguments in errors.items():
             result = await client.call_tool(name, arguments)
@@ -146,6 +157,46 @@ def test_every_tool_over_stdio(repo: Path, tmp_path: Path) -> None:
 
     run_session(server_command(repo, store=tmp_path / "store"), server_env(tmp_path), body)
     assert checked == ["tools", "fresh", "errors"]
+
+
+def test_ask_codebase_answers_through_a_configured_model(repo: Path, tmp_path: Path) -> None:
+    """A model on a local OpenAI-protocol server answers; while it takes its time, other tools answer."""
+    seen: dict[str, Any] = {}
+    finished: list[str] = []
+    with serving("openai") as server:
+        server.script(server.answer("Engine.run lower-cases the text, then passes it to helper.").later(1.0))
+        (repo / "knowcode.toml").write_text(
+            f'[llm]\nmodels = [{{ name = "local-model", provider = "openai", base_url = "{server.url}", '
+            f'api_key_env = "{KEY_ENV}" }}]\n', encoding="utf-8")
+
+        async def body(client: Client) -> None:
+            await client.call_tool("index_status", {})  # index first: the ask then only waits for the model
+
+            async def ask() -> None:
+                seen["answer"] = ok(await client.call_tool("ask_codebase", {
+                    "question": "how does Engine.run transform text", "task_type": "explain"}))
+                finished.append("ask")
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(ask)
+                while not server.requests:  # the model call has begun
+                    await anyio.sleep(0.01)
+                seen["hits"] = ok(await client.call_tool("search_codebase", {"query": "slugify"}))
+                finished.append("search")
+
+        run_session(server_command(repo, store=tmp_path / "store"),
+                    {**server_env(tmp_path), KEY_ENV: SECRET}, body)
+        requests = list(server.requests)
+    answer = seen["answer"]
+    assert (answer["route"], answer["model"]) == ("llm", "local-model")
+    assert answer["answer"] == "Engine.run lower-cases the text, then passes it to helper."
+    assert answer["task_type"] == "explain" and answer["output_tokens"] == 7
+    assert any(source["path"] == "pkg/core.py" for source in answer["sources"])
+    assert [a["outcome"] for a in answer["attempts"]] == ["not_verified", "answered"]
+    assert answer["indexed_at"] > 0 and answer["pending_changes"] == 0
+    assert len(requests) == 1 and SECRET in requests[0].headers["authorization"]
+    assert seen["hits"]["hits"][0]["name"] == "slugify"
+    assert finished == ["search", "ask"]  # the repository's lock was free during the model call
 
 
 def test_several_repositories_and_the_repo_argument(repo: Path, tmp_path: Path) -> None:

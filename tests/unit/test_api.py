@@ -1,11 +1,14 @@
 """The HTTP API in process: error mapping, the bind and token policy, the request guard, `knowcode serve`'s
-refusals. The routes themselves are tested against a real server in tests/e2e/test_http_api.py."""
+refusals, and `POST /ask` leaving the facade free while a model answers. The routes themselves are tested
+against a real server in tests/e2e/test_http_api.py."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +18,12 @@ from typer.testing import CliRunner
 from knowcode.analysis.call_graph import UnknownEntityError
 from knowcode.api_guard import MIN_TOKEN_CHARS, RequestGuard, is_loopback, server_token, token_matches
 from knowcode.cli import EXIT_BAD_INPUT, EXIT_FAILURE, app
+from knowcode.config import CACHE_DIR_ENV, AppConfig, LLMConfig
 from knowcode.engine import KnowCode
 from knowcode.errors import EmbeddingError, KnowCodeError, SchemaVersionError, StoreError
+from knowcode.models import Answer
 from tests.conftest import SAMPLE_REPO, write_tree
+from tests.unit.llm._chat_servers import serving
 
 pytest.importorskip("fastapi", reason="the server extra is not installed")
 from fastapi.testclient import TestClient
@@ -146,8 +152,49 @@ def test_api_error_carries_its_code() -> None:
 def test_openapi_lists_every_route(engine: KnowCode) -> None:
     paths = set(TestClient(create_app(engine, token=None)).get("/openapi.json").json()["paths"])
     assert paths == {f"{API_PREFIX}/{name}" for name in (
-        "health", "search", "context/query", "entities/{entity_id}", "callers/{entity_id}",
+        "health", "search", "context/query", "ask", "entities/{entity_id}", "callers/{entity_id}",
         "callees/{entity_id}", "trace_calls", "impact", "stats", "reload")}
+
+
+def test_ask_leaves_the_facade_free_while_the_model_answers(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))  # the rate limiters' request log
+    root = write_tree(tmp_path / "repo", SAMPLE_REPO)
+    done: list[str] = []  # in the order the calls finished
+    with serving("openai") as chat:
+        chat.script(chat.answer("late").later(1.0))
+        config = AppConfig(llm=LLMConfig(models=(chat.model_config(),)))
+        facade = KnowCode.from_path(root, store=tmp_path / "store", config=config)
+        facade.index()
+        asked = facade.ask
+
+        def ask_and_stamp(*args: Any, **kwargs: Any) -> Answer:
+            answer = asked(*args, **kwargs)
+            # inside the route's call: had the route held the lock over all of it, the search came later
+            done.append("ask")
+            return answer
+
+        monkeypatch.setattr(facade, "ask", ask_and_stamp)
+        client = TestClient(create_app(facade, token=None))
+        replies: dict[str, Any] = {}
+        asking = threading.Thread(target=lambda: replies.update(
+            ask=client.post(f"{API_PREFIX}/ask", json={"question": "how does Engine run text"})))
+        asking.start()
+        _wait_for(lambda: bool(chat.requests) or not asking.is_alive())  # the model call has begun
+        search = client.get(f"{API_PREFIX}/search", params={"q": "helper"})
+        done.append("search")
+        asking.join()
+    facade.close()
+    assert search.status_code == 200 and search.json()["hits"]
+    assert replies["ask"].status_code == 200 and replies["ask"].json()["answer"] == "late"
+    assert done == ["search", "ask"]
+
+
+def _wait_for(condition: Callable[[], bool], seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds  # only a bound on a hang, never a speed check
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.01)
 
 
 @pytest.fixture
