@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from knowcode.evals.index_version import fingerprint, index_version_parts
 from knowcode.evals.scoring import CUTOFF, Hit, Query, hit_matches, parse_annotations, score_query
-from knowcode.llm.agent import ESCALATION_LADDER, Rung, local_bar
+from knowcode.llm.agent import ESCALATION_LADDER, Rung
 from knowcode.llm.query_classifier import classify
+from knowcode.llm.routing_policy import local_bar
 from knowcode.models import ContextBundle, TaskType
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from knowcode.config import LLMConfig, ModelConfig
 from knowcode.llm.prompt_contract import MAX_ERROR_CHARS, build_messages, truncate_field
 from knowcode.llm.providers import ChatProvider, ProviderError, create_chat_provider
 from knowcode.llm.rate_limiter import RateLimiter, RateLimitExceeded
-from knowcode.llm.routing_policy import RoutingPolicy
+from knowcode.llm.routing_policy import RoutingPolicy, local_bar
 from knowcode.models import (
     Answer,
     AnswerAttempt,
@@ -52,11 +52,6 @@ ESCALATION_LADDER = (
     Rung(3000, 3, Verbosity.MINIMAL, expand_deps=True),
     Rung(3000, 3, Verbosity.STANDARD, expand_deps=True),
 )
-
-
-def local_bar(llm: LLMConfig) -> float:
-    """The sufficiency a bundle needs to answer locally: max(sufficiency_threshold, routing_quality_floor)."""
-    return max(llm.sufficiency_threshold, llm.routing_quality_floor)
 
 
 ProviderFactory = Callable[[ModelConfig], ChatProvider]

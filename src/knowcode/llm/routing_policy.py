@@ -49,6 +49,11 @@ class _Measured:
     meets_floor: bool
 
 
+def local_bar(llm: LLMConfig) -> float:
+    """The sufficiency a bundle needs to answer locally: max(sufficiency_threshold, routing_quality_floor)."""
+    return max(llm.sufficiency_threshold, llm.routing_quality_floor)
+
+
 class _Off(Exception):
     """The artifact cannot be trusted; the message says why and what to do."""
 
@@ -63,8 +68,6 @@ def load_routing_policy(llm: LLMConfig, root: Path, *, index_version: str,
     :param code_version: the running KnowCode's version the artifact must match.
     :return: the task types that passed (empty when anything is missing, edited or stale) and why.
     """
-    from knowcode.llm.agent import local_bar  # agent imports this module for RoutingPolicy
-
     configured = llm.routing_artifact.strip()
     if not configured:
         return RoutingPolicy(frozenset(), f"local answers are off: no routing artifact is configured; run "

@@ -24,7 +24,8 @@ from knowcode.evals import (
     run_routing_eval,
 )
 from knowcode.evals.scoring import Query, Target
-from knowcode.llm.agent import ESCALATION_LADDER, local_bar
+from knowcode.llm.agent import ESCALATION_LADDER
+from knowcode.llm.routing_policy import local_bar
 from knowcode.models import (
     ContextBundle,
     RetrievalMode,

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from knowcode.config import LLMConfig, ModelConfig
-from knowcode.llm.agent import ESCALATION_LADDER, ProviderFactory, Rung, answer, local_bar, smart_answer
+from knowcode.llm.agent import ESCALATION_LADDER, ProviderFactory, Rung, answer, smart_answer
 from knowcode.llm.prompt_contract import ENVELOPE_KEY, MAX_CONTEXT_CHARS, MAX_ERROR_CHARS, MAX_QUESTION_CHARS
 from knowcode.llm.providers import ChatProvider, Completion, ProviderError, ProviderExhausted, ProviderTimeout
-from knowcode.llm.routing_policy import RoutingPolicy
+from knowcode.llm.routing_policy import RoutingPolicy, local_bar
 from knowcode.models import (
     AnswerRoute,
     ContextBundle,

@@ -13,8 +13,7 @@ import pytest
 import knowcode
 from knowcode.config import AppConfig, LLMConfig, load_config
 from knowcode.evals import RoutingEvalReport, TaskTypeQuality, write_routing_artifact
-from knowcode.llm.agent import local_bar
-from knowcode.llm.routing_policy import RoutingPolicy, load_routing_policy
+from knowcode.llm.routing_policy import RoutingPolicy, load_routing_policy, local_bar
 from knowcode.models import TaskType
 from tests.conftest import write_tree
 
