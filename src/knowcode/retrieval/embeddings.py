@@ -126,6 +126,25 @@ def l2_normalize(vectors: npt.NDArray[Any]) -> Vectors:
     return unit
 
 
+def _read_static_model(folder: Path) -> StaticModel:
+    """The model2vec model in a local folder, built with its constructor.
+
+    ``StaticModel.from_pretrained`` gives the same model (a test compares them) but first imports
+    huggingface_hub's model-card code, ~0.4 s of every command's start on this machine, for a folder that
+    is never a hub id here.
+    """
+    from model2vec import StaticModel
+    from safetensors.numpy import load_file
+    from tokenizers import Tokenizer
+
+    tensors = load_file(str(folder / "model.safetensors"))
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    return StaticModel(vectors=tensors["embeddings"], tokenizer=tokenizer, config=config, normalize=True,
+                       weights=tensors.get("weights"), token_mapping=tensors.get("mapping"),
+                       max_length=config.get("max_length", STATIC_MAX_TOKENS))
+
+
 class StaticEmbeddingProvider:
     """The default: a model2vec static model read from a local folder, offline, no torch."""
 
@@ -159,9 +178,7 @@ class StaticEmbeddingProvider:
                         f"static embedding model incomplete in {self.model_dir} (missing "
                         f"{', '.join(missing)}): reinstall knowcode, or rebuild it with "
                         "scripts/build_static_model.py")
-                from model2vec import StaticModel
-
-                static = StaticModel.from_pretrained(self.model_dir, normalize=True)
+                static = _read_static_model(self.model_dir)
                 if self._dimension is not None and static.dim != self._dimension:
                     raise EmbeddingError(f"static model in {self.model_dir} has {static.dim} dims, expected "
                                          f"{self._dimension}: rebuild it with scripts/build_static_model.py")

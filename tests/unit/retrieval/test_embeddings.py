@@ -26,6 +26,7 @@ from knowcode.retrieval.embeddings import (
     VoyageEmbeddingProvider,
     check_compatible,
     create_embedding_provider,
+    l2_normalize,
 )
 from tests.unit.retrieval._local_server import LocalApi, Reply, serving
 
@@ -69,6 +70,17 @@ def test_static_loads_offline_and_gives_unit_float32_rows(offline: None) -> None
     assert vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert EmbeddingSpec.of(embedder) == EmbeddingSpec("static", STATIC_MODEL_NAME, 256, True)
+
+
+def test_static_model_is_the_one_model2vec_itself_would_load(offline: None,
+                                                             static: StaticEmbeddingProvider) -> None:
+    from model2vec import StaticModel
+
+    reference = StaticModel.from_pretrained(STATIC_MODEL_DIR, normalize=True)
+    texts = ["def add(a, b):\n    return a + b", "where are retries configured", "x" * 5000, ""]
+    ours = static.embed(texts)
+    theirs = reference.encode(texts, max_length=512, use_multiprocessing=False)
+    np.testing.assert_array_equal(ours, l2_normalize(theirs))
 
 
 def test_static_is_deterministic_and_ignores_query_flag(static: StaticEmbeddingProvider) -> None:
