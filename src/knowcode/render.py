@@ -9,6 +9,7 @@ from typing import Any
 from knowcode.indexing import IndexReport
 from knowcode.models import (
     Answer,
+    AnswerRoute,
     CallTrace,
     ContextBundle,
     GraphNode,
@@ -215,8 +216,13 @@ def answer_data(answer: Answer) -> dict[str, Any]:
 
 
 def answer_text(answer: Answer) -> str:
-    """The answer, then one line saying where it came from and what was tried."""
+    """The answer, the code a model was given (local answers and non-answers list it themselves), then
+    one line saying where the answer came from and what was tried."""
     via = {"local": "answered locally", "llm": f"answered by {answer.model}", "none": "not answered"}
     tried = ", ".join(f"{attempt.model} {attempt.outcome}" for attempt in answer.attempts)
-    return (f"{answer.text.strip()}\n\n---\n{via[answer.route.value]} ({answer.task_type.value}; "
+    given = ""
+    if answer.route is AnswerRoute.LLM and answer.sources:
+        given = "\n\nContext given to the model:\n" + "\n".join(
+            f"- {source.location} {source.qualified_name}" for source in answer.sources)
+    return (f"{answer.text.strip()}{given}\n\n---\n{via[answer.route.value]} ({answer.task_type.value}; "
             f"sufficiency {answer.sufficiency_score:.2f}; {answer.latency_ms:.0f} ms); tried: {tried}")

@@ -178,3 +178,17 @@ def test_rate_limit_is_shared_by_two_processes(repo: Path, tmp_path: Path,
     assert all(proc.returncode == 0 for proc in procs)
     assert sorted(models) == ["limited"] * 3 + ["spare"] * 5
     assert len(limited.requests) == 3 and len(spare.requests) == 5
+
+
+def test_text_output_names_the_model_its_context_and_every_attempt(repo: Path, runner: CliRunner,
+                                                                   servers: dict[str, ChatServer]) -> None:
+    server = servers["gemini"]
+    server.script(server.answer("It slugifies, then calls helper."))
+    configure(repo, _toml_model("gemini", server))
+    result = runner.invoke(app, ["ask", QUESTION, "--repo", str(repo)])
+    assert result.exit_code == 0, result.output
+    answer, footer = result.stdout.rsplit("\n---\n", 1)
+    assert answer.startswith("It slugifies, then calls helper.")
+    assert "Context given to the model:" in answer and "pkg/core.py:" in answer
+    assert footer.startswith("answered by gemini (explain;")
+    assert footer.rstrip().endswith("tried: local not_verified, gemini answered")
