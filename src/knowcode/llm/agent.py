@@ -7,12 +7,14 @@ sufficiency reaches :func:`local_bar`; otherwise the last bundle goes to the con
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from knowcode.config import LLMConfig, ModelConfig
+from knowcode.errors import StoreError
 from knowcode.llm.prompt_contract import MAX_ERROR_CHARS, build_messages, truncate_field
 from knowcode.llm.providers import ChatProvider, ProviderError, create_chat_provider
 from knowcode.llm.rate_limiter import RateLimiter, RateLimitExceeded
@@ -28,12 +30,14 @@ from knowcode.models import (
 )
 from knowcode.telemetry import TelemetryLog
 
+logger = logging.getLogger(__name__)
 LOCAL_MODEL = "local"  # the `model` of an attempt that is a bundle rung, not a model call
-# Attempt outcomes (models.AnswerAttempt); providers add "exhausted", "timeout" and "error".
+# Attempt outcomes (models.AnswerAttempt); providers also report "exhausted" and "timeout".
 ANSWERED = "answered"
 INSUFFICIENT = "insufficient"
 NOT_VERIFIED = "not_verified"
 RATE_LIMITED = "rate_limited"
+ERROR = "error"
 
 
 @dataclass(frozen=True)
@@ -112,8 +116,9 @@ def answer(
             attempts.append(AnswerAttempt(model.name, RATE_LIMITED, truncate_field(str(err), MAX_ERROR_CHARS),
                                           _elapsed_ms(clock, start)))
             continue
-        except ProviderError as err:
-            attempts.append(AnswerAttempt(model.name, err.outcome, truncate_field(str(err), MAX_ERROR_CHARS),
+        except (ProviderError, StoreError) as err:  # StoreError: the limiter's log is unusable
+            outcome = err.outcome if isinstance(err, ProviderError) else ERROR
+            attempts.append(AnswerAttempt(model.name, outcome, truncate_field(str(err), MAX_ERROR_CHARS),
                                           _elapsed_ms(clock, start)))
             continue
         attempts.append(AnswerAttempt(model.name, ANSWERED, None, _elapsed_ms(clock, start)))
@@ -223,5 +228,8 @@ def smart_answer(
         latency_ms=_elapsed_ms(clock, start), routing_reason=policy.reason,
     )
     if telemetry is not None:
-        telemetry.record_answer(result)
+        try:
+            telemetry.record_answer(result)
+        except OSError as err:  # the answer matters more than its log line
+            logger.warning("telemetry not written to %s: %s", telemetry.path, err)
     return result

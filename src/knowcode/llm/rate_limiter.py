@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from knowcode.errors import KnowCodeError
+from knowcode.errors import KnowCodeError, StoreError
 
 MINUTE_SECONDS = 60.0
 DAY_SECONDS = 86_400.0
@@ -100,7 +100,10 @@ class RateLimiter:
             return True
 
     def acquire(self) -> None:
-        """Take one request slot, or raise :class:`RateLimitExceeded` with the seconds until one frees."""
+        """Take one request slot, or raise :class:`RateLimitExceeded` with the seconds until one frees.
+
+        :raises StoreError: the request log cannot be opened, read or written.
+        """
         if not self.try_acquire():
             raise RateLimitExceeded(self.model, self.wait_seconds())
 
@@ -129,8 +132,11 @@ class RateLimiter:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_SECONDS, isolation_level=None)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_SECONDS, isolation_level=None)
+        except (OSError, sqlite3.Error) as err:
+            raise StoreError(f"cannot open the LLM request log {self.path}: {err}") from err
         try:
             _ensure_wal(conn)
             conn.execute("BEGIN IMMEDIATE")
@@ -142,5 +148,7 @@ class RateLimiter:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+        except sqlite3.Error as err:
+            raise StoreError(f"the LLM request log {self.path} is unusable: {err}") from err
         finally:
             conn.close()

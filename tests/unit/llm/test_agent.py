@@ -239,3 +239,23 @@ def test_the_caps_hold_in_the_request_a_real_server_receives(tmp_path: Path) -> 
         "context": "c" * MAX_CONTEXT_CHARS + "[truncated 10000 chars]",
         "errors": ["e" * MAX_ERROR_CHARS + "[truncated 100 chars]"],
     }
+
+
+def test_an_unusable_request_log_fails_the_limited_model_not_the_question(tmp_path: Path) -> None:
+    made, create = factory({"limited": "never asked", "free": "from free"})
+    log_path = tmp_path / "a-folder-not-a-database"
+    log_path.mkdir()
+    reply = answer("q", bundle(0.5), (ModelConfig(name="limited", rpm=5), ModelConfig(name="free")),
+                   limiter_path=log_path, create_provider=create)
+    assert [(a.model, a.outcome) for a in reply.attempts] == [("limited", "error"), ("free", "answered")]
+    assert "request log" in (reply.attempts[0].error or "")
+    assert "limited" not in made  # no slot, no call
+
+
+def test_a_telemetry_failure_keeps_the_answer(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    unwritable = TelemetryLog(tmp_path / "telemetry.jsonl")
+    unwritable.path.mkdir()  # a folder where the file should be
+    result = smart_answer("q", task_type=TaskType.LOCATE, build_bundle=Ladder((0.95,)), policy=ON,
+                          llm=LLMConfig(), limiter_path=tmp_path / "rl.sqlite", telemetry=unwritable)
+    assert result.route is AnswerRoute.LOCAL
+    assert "telemetry not written" in caplog.text
