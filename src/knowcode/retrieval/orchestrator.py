@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
 from knowcode.models import Entity, HitSource, RetrievalMode, SearchHit
 from knowcode.retrieval.completeness import expand_dependencies, hit_for
 from knowcode.retrieval.embeddings import EmbeddingProvider, EmbeddingSpec, check_compatible
@@ -94,12 +95,18 @@ class RetrievalOrchestrator:
         check_compatible(self.index.embedding, EmbeddingSpec.of(self.embedder))
         return self.index.dense.search(vector, limit)
 
+    def _index_is_current(self) -> bool:
+        """The store holds exactly the chunks the search index was built from (one content generation),
+        so every id the index returns resolves; a meta row is read instead of looking the ids up."""
+        return self.store.meta().get(CONTENT_GENERATION_KEY) == str(self.index.generation)
+
     def _fused(self, query: str, wanted: int, errors: list[str]) -> tuple[RetrievalMode, list[FusedCandidate],
                                                                          dict[str, int]]:
         if self.embedder is not None:
             try:
                 sparse_ids, dense_ids = self.hybrid.legs(query, wanted * CANDIDATE_FACTOR)
-                known = self.store.existing_chunk_ids(dense_ids)
+                current = self._index_is_current()
+                known = set(dense_ids) if current else self.store.existing_chunk_ids(dense_ids)
                 fused = reciprocal_rank_fusion(sparse_ids, dense_ids, alpha=self.alpha, known=known,
                                                limit=wanted)
                 return RetrievalMode.HYBRID, fused, {"sparse": len(sparse_ids), "dense": len(dense_ids)}

@@ -10,6 +10,7 @@ import pytest
 
 import knowcode
 from knowcode.engine import KnowCode
+from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
 from knowcode.models import RetrievalMode, SearchHit
 from knowcode.retrieval.embeddings import EmbeddingProvider, StaticEmbeddingProvider, Vectors
 from knowcode.retrieval.orchestrator import (
@@ -188,6 +189,27 @@ def test_normal_query_is_hybrid_with_the_static_embedder(sample_kc: KnowCode) ->
     assert result.hits[0].source == "hybrid"  # found by both legs
     assert {hit.source for hit in result.hits} <= {"hybrid", "sparse", "dense"}
     assert result.candidates >= len(result.hits)
+
+
+def test_a_current_index_resolves_dense_ids_without_looking_them_up(
+        sample_kc: KnowCode, monkeypatch: pytest.MonkeyPatch) -> None:
+    orchestrator = sample_kc.orchestrator()
+    looked_up: list[list[str]] = []
+    real_lookup = orchestrator.store.existing_chunk_ids
+
+    def spy(ids: Sequence[str]) -> set[str]:
+        looked_up.append(list(ids))
+        return real_lookup(ids)
+
+    monkeypatch.setattr(orchestrator.store, "existing_chunk_ids", spy)
+    current = orchestrator.retrieve("helper", limit_entities=3)
+    assert looked_up == []
+    # the store moved on (another process indexed): the ids are looked up again, with the same result
+    generation = orchestrator.store.meta()[CONTENT_GENERATION_KEY]
+    monkeypatch.setattr(orchestrator.store, "meta", lambda: {CONTENT_GENERATION_KEY: generation + "1"})
+    looked_up_again = orchestrator.retrieve("helper", limit_entities=3)
+    assert len(looked_up) == 1 and looked_up[0]
+    assert looked_up_again.hits == current.hits
 
 
 def test_failing_dense_leg_falls_back_to_keywords(failing_dense: RetrievalOrchestrator) -> None:
