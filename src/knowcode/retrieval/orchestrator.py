@@ -69,6 +69,10 @@ def validate_query(query: str, limit: int) -> None:
         raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
 
 
+NO_KEYWORD_MATCH = ("no word of the query occurs in the index: these hits are only its nearest neighbours "
+                    "in meaning and may be unrelated")
+
+
 class RetrievalOrchestrator:
     """Answers queries from one store and its search index."""
 
@@ -109,6 +113,10 @@ class RetrievalOrchestrator:
                 known = set(dense_ids) if current else self.store.existing_chunk_ids(dense_ids)
                 fused = reciprocal_rank_fusion(sparse_ids, dense_ids, alpha=self.alpha, known=known,
                                                limit=wanted)
+                if dense_ids and not sparse_ids:
+                    # The dense leg always has nearest neighbours, even for words that mean nothing here
+                    # (gibberish reaches 0.70 cosine, real questions start at 0.43): say so, never guess.
+                    errors.append(NO_KEYWORD_MATCH)
                 return RetrievalMode.HYBRID, fused, {"sparse": len(sparse_ids), "dense": len(dense_ids)}
             except Exception as err:  # the dense leg (a provider, a model file) failed: fall back
                 errors.append(f"semantic retrieval failed, using keywords only: {err}")

@@ -15,6 +15,7 @@ from knowcode.models import RetrievalMode, SearchHit
 from knowcode.retrieval.embeddings import EmbeddingProvider, StaticEmbeddingProvider, Vectors
 from knowcode.retrieval.orchestrator import (
     MAX_LIMIT,
+    NO_KEYWORD_MATCH,
     PER_ENTITY_TOKEN_CAP,
     RetrievalOrchestrator,
     RetrievalResult,
@@ -210,6 +211,14 @@ def test_a_current_index_resolves_dense_ids_without_looking_them_up(
     looked_up_again = orchestrator.retrieve("helper", limit_entities=3)
     assert len(looked_up) == 1 and looked_up[0]
     assert looked_up_again.hits == current.hits
+
+
+def test_hits_without_any_keyword_match_say_they_are_only_neighbours(sample_kc: KnowCode) -> None:
+    result = sample_kc.retrieve("qwxz plorf zzyzx", limit_entities=3)
+    assert result.mode is RetrievalMode.HYBRID and result.hits  # the dense leg always has neighbours
+    assert result.legs["sparse"] == 0
+    assert result.errors == (NO_KEYWORD_MATCH,)
+    assert sample_kc.retrieve("helper", limit_entities=3).errors == ()
 
 
 def test_failing_dense_leg_falls_back_to_keywords(failing_dense: RetrievalOrchestrator) -> None:
