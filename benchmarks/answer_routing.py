@@ -28,17 +28,13 @@ from quality import RESULTS, code_view, find_bench_dir, load_repos, log, store_f
 import knowcode
 from knowcode import AppConfig, __version__
 from knowcode.config import DEFAULT_ROUTING_QUALITY_FLOOR
-from knowcode.evals.routing_eval import QuerySet, run_routing_eval
-from knowcode.evals.scoring import Hit, Query, hit_matches
+from knowcode.evals.routing_eval import QuerySet, bundle_holds_target, run_routing_eval
+from knowcode.evals.scoring import Query
 from knowcode.llm.agent import ESCALATION_LADDER
 from knowcode.llm.query_classifier import classify
 from knowcode.models import TaskType
 
 BARS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)  # candidate sufficiency bars around the default
-
-
-def _holds_target(query: Query, spans: Sequence[Hit]) -> bool:
-    return any(hit_matches(target, span) for target in query.targets for span in spans)
 
 
 def ladder_row(kc: knowcode.KnowCode, repo: str, query: Query) -> dict[str, Any]:
@@ -49,8 +45,7 @@ def ladder_row(kc: knowcode.KnowCode, repo: str, query: Query) -> dict[str, Any]
         started = time.perf_counter()
         bundle = kc.context(query.text, max_tokens=rung.max_tokens, limit_entities=rung.limit_entities,
                             task_type=task, verbosity=rung.verbosity, expand_deps=rung.expand_deps)
-        spans = [Hit(e.path, e.start_line, e.end_line) for e in bundle.selected_entities]
-        rungs.append({"sufficiency": bundle.sufficiency_score, "hit": _holds_target(query, spans),
+        rungs.append({"sufficiency": bundle.sufficiency_score, "hit": bundle_holds_target(bundle, query),
                       "ms": (time.perf_counter() - started) * 1000})
     return {"repo": repo, "query": query.text, "task_type": task.value, "rungs": rungs}
 

@@ -25,15 +25,12 @@ from quality import RESULTS, code_view, find_bench_dir, load_repos, log, store_f
 
 import knowcode
 from knowcode import AppConfig, KnowCode
+from knowcode.evals.routing_eval import bundle_holds_target
 from knowcode.evals.scoring import Hit, Query, Target, hit_matches
 from knowcode.indexing.tokenizer import STOP_WORDS
 
 BUDGETS = (500, 1000, 2000, 4000)  # issue #4: the budgets to report
 GREP_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")  # words an agent would grep for (3+ characters)
-
-
-def _found(query: Query, spans: list[Hit]) -> bool:
-    return any(hit_matches(target, span) for target in query.targets for span in spans)
 
 
 def grep_and_read_tokens(kc: KnowCode, root: Path, query: Query) -> int | None:
@@ -84,8 +81,7 @@ def main() -> None:
                     started = time.perf_counter()
                     bundle = kc.context(query.text, max_tokens=budget)
                     latencies.append((time.perf_counter() - started) * 1000)
-                    spans = [Hit(e.path, e.start_line, e.end_line) for e in bundle.selected_entities]
-                    row[f"found_{budget}"] = _found(query, spans)
+                    row[f"found_{budget}"] = bundle_holds_target(bundle, query)
                     row[f"tokens_{budget}"] = bundle.total_tokens
                 row["grep_tokens"] = grep_and_read_tokens(kc, tree, query)
                 rows.append(row)

@@ -160,7 +160,9 @@ def _bundle(kc: KnowCode, query: str, task: TaskType, rung: Rung) -> ContextBund
                       verbosity=rung.verbosity, expand_deps=rung.expand_deps)
 
 
-def _holds_target(bundle: ContextBundle, query: Query) -> bool:
+def bundle_holds_target(bundle: ContextBundle, query: Query) -> bool:
+    """One of the bundle's entities matches one of the query's targets (the benchmark's path and line
+    rules): the right code is in front of the reader."""
     spans = [Hit(entity.path, entity.start_line, entity.end_line) for entity in bundle.selected_entities]
     return any(hit_matches(target, span) for target in query.targets for span in spans)
 
@@ -180,8 +182,8 @@ def _evaluate(kc: KnowCode, query: Query, bar: float) -> QueryOutcome:
     found = [Hit(hit.path, hit.start_line, hit.end_line) for hit in kc.search(query.text, CUTOFF)]
     return QueryOutcome(
         query=query.text, task_type=task, local_rung=local_rung,
-        local_hit=local_rung is not None and _holds_target(built[local_rung], query),
-        bundle_hit=_holds_target(top_bundle, query), ndcg_at_10=score_query(query, found).ndcg)
+        local_hit=local_rung is not None and bundle_holds_target(built[local_rung], query),
+        bundle_hit=bundle_holds_target(top_bundle, query), ndcg_at_10=score_query(query, found).ndcg)
 
 
 def _per_type(task: TaskType, outcomes: tuple[QueryOutcome, ...], floor: float) -> TaskTypeQuality:
