@@ -154,8 +154,8 @@ def ask(
     config: ConfigOption = None,
     json: JsonOption = False,
 ) -> None:
-    """Answer a question: locally from the index when verified and sufficient, else through the [llm]
-    models in order (exit 1 when nothing answered; the code found is still printed)."""
+    """Answer a question: locally from the index when verified and sufficient, else through the models
+    configured in the llm table, in order (exit 1 when nothing answered; the code found is still printed)."""
     with _errors():
         answer = _open(repo, store, config).ask(question, task_type=task)
     typer.echo(render.to_json(render.answer_data(answer)) if json else render.answer_text(answer))
