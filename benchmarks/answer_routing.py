@@ -15,18 +15,16 @@ giving the task types a routing artifact would verify there.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from quality import RESULTS, code_view, find_bench_dir, load_repos, log, store_folder
+from quality import RESULTS, corpus_parser, find_bench_dir, load_repos, log, open_repo, store_folder
 
 import knowcode
-from knowcode import AppConfig, __version__
+from knowcode import __version__
 from knowcode.config import DEFAULT_ROUTING_QUALITY_FLOOR
 from knowcode.evals.routing_eval import QuerySet, bundle_holds_target, run_routing_eval
 from knowcode.evals.scoring import Query
@@ -75,22 +73,14 @@ def ungated(rows: Sequence[dict[str, Any]]) -> float | None:
 
 def main() -> None:
     """Run the benchmark and write benchmarks/results/answer_routing.json."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--corpus", type=Path, help="a folder made by get_corpus.py")
-    parser.add_argument("--bench", type=Path, help="the benchmark folder")
-    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these repos")
-    parser.add_argument("--store-root", type=Path, help="where per-repo indexes go (default: a temp dir)")
-    parser.add_argument("--out", type=Path, default=RESULTS / "answer_routing.json")
-    args = parser.parse_args()
+    args = corpus_parser(__doc__, RESULTS / "answer_routing.json").parse_args()
     bench = find_bench_dir(args.bench)
     repos = load_repos(bench, args.corpus, args.only)
     rows: list[dict[str, Any]] = []
     verified: dict[str, list[str]] = {}
     with store_folder(args.store_root) as store_root:
         for repo in repos:
-            tree = store_root / repo.name / "tree"
-            code_view(repo.root, tree)
-            kc = knowcode.open(tree, store=store_root / repo.name / "index", config=AppConfig())
+            kc = open_repo(repo, store_root)
             kc.index()
             rows += [ladder_row(kc, repo.name, query) for query in repo.queries]
             annotations = bench / "annotations" / f"{repo.name}.json"

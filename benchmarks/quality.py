@@ -271,6 +271,28 @@ def code_view(root: Path, dest: Path) -> int:
 # Running
 
 
+def open_repo(repo: Repo, store_root: Path, *, all_files: bool = False) -> KnowCode:
+    """A facade on the repo (default configuration, index under store_root/<name>/index): on a mirror of
+    its code files (the benchmark's view, in store_root/<name>/tree), or on the whole root with
+    `all_files`. Nothing is indexed yet."""
+    tree = repo.root
+    if not all_files:
+        tree = store_root / repo.name / "tree"
+        code_view(repo.root, tree)
+    return knowcode.open(tree, store=store_root / repo.name / "index", config=AppConfig())
+
+
+def corpus_parser(doc: str | None, out: Path) -> argparse.ArgumentParser:
+    """The options of a benchmark over the corpus repos: --corpus, --bench, --only, --store-root, --out."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    parser.add_argument("--corpus", type=Path, help="a folder made by get_corpus.py")
+    parser.add_argument("--bench", type=Path, help="the benchmark folder")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these repos")
+    parser.add_argument("--store-root", type=Path, help="where per-repo indexes go (default: a temp dir)")
+    parser.add_argument("--out", type=Path, default=out)
+    return parser
+
+
 @dataclass
 class MethodRun:
     """Everything one method produced over the repos it ran on."""
@@ -284,11 +306,7 @@ class MethodRun:
 def run_repo(repo: Repo, store_root: Path, methods: dict[str, SearchFn], runs: dict[str, MethodRun],
              limit: int, all_files: bool) -> dict[str, Any]:
     """Index one repo, run its queries through every method; returns the index facts."""
-    tree = repo.root
-    if not all_files:
-        tree = store_root / repo.name / "tree"
-        code_view(repo.root, tree)
-    kc = knowcode.open(tree, store=store_root / repo.name / "index", config=AppConfig())
+    kc = open_repo(repo, store_root, all_files=all_files)
     started = time.perf_counter()
     kc.index()
     index_seconds = time.perf_counter() - started

@@ -13,7 +13,6 @@ offline tokenizer.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import statistics
@@ -21,10 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from quality import RESULTS, code_view, find_bench_dir, load_repos, log, store_folder
+from quality import RESULTS, corpus_parser, find_bench_dir, load_repos, log, open_repo, store_folder
 
-import knowcode
-from knowcode import AppConfig, KnowCode
+from knowcode import KnowCode
 from knowcode.evals.routing_eval import bundle_holds_target
 from knowcode.evals.scoring import Hit, Query, Target, hit_matches
 from knowcode.indexing.tokenizer import STOP_WORDS
@@ -59,21 +57,13 @@ def grep_and_read_tokens(kc: KnowCode, root: Path, query: Query) -> int | None:
 
 def main() -> None:
     """Run the benchmark and write benchmarks/results/tokens.json."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--corpus", type=Path, help="a folder made by get_corpus.py")
-    parser.add_argument("--bench", type=Path, help="the benchmark folder")
-    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these repos")
-    parser.add_argument("--store-root", type=Path, help="where per-repo indexes go (default: a temp dir)")
-    parser.add_argument("--out", type=Path, default=RESULTS / "tokens.json")
-    args = parser.parse_args()
+    args = corpus_parser(__doc__, RESULTS / "tokens.json").parse_args()
     repos = load_repos(find_bench_dir(args.bench), args.corpus, args.only)
     rows: list[dict[str, Any]] = []
     latencies: list[float] = []
     with store_folder(args.store_root) as store_root:
         for repo in repos:
-            tree = store_root / repo.name / "tree"
-            code_view(repo.root, tree)
-            kc = knowcode.open(tree, store=store_root / repo.name / "index", config=AppConfig())
+            kc = open_repo(repo, store_root)
             kc.index()
             for query in repo.queries:
                 row: dict[str, Any] = {"repo": repo.name, "query": query.text}
@@ -83,7 +73,7 @@ def main() -> None:
                     latencies.append((time.perf_counter() - started) * 1000)
                     row[f"found_{budget}"] = bundle_holds_target(bundle, query)
                     row[f"tokens_{budget}"] = bundle.total_tokens
-                row["grep_tokens"] = grep_and_read_tokens(kc, tree, query)
+                row["grep_tokens"] = grep_and_read_tokens(kc, kc.root, query)
                 rows.append(row)
             log(f"[{repo.name}] recall@2000 "
                 f"{statistics.fmean(r['found_2000'] for r in rows if r['repo'] == repo.name):.2f}")
