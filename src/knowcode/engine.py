@@ -49,6 +49,20 @@ def _check_root(root: Path) -> Path:
     return root.resolve()
 
 
+def _task_type(query: str, task_type: TaskType | str) -> tuple[TaskType, float]:
+    """The task type the caller named, with confidence 1.0; for "auto", the classifier's choice.
+
+    :raises ValueError: an unknown task type.
+    """
+    from knowcode.llm.query_classifier import classify, parse_task_type  # the facade composes stages
+
+    chosen = task_type if isinstance(task_type, TaskType) else parse_task_type(task_type)
+    if chosen is not None:
+        return chosen, 1.0
+    classification = classify(query)
+    return classification.task_type, classification.confidence
+
+
 class KnowCode:
     """A repository and its index; the index is built or brought up to date on first use."""
 
@@ -189,13 +203,7 @@ class KnowCode:
         validate_budget(max_tokens)
         validate_query(query, limit_entities)
         chosen_verbosity = parse_verbosity(verbosity)
-        from knowcode.llm.query_classifier import classify, parse_task_type  # the facade composes stages
-
-        chosen_task = task_type if isinstance(task_type, TaskType) else parse_task_type(task_type)
-        confidence = 1.0
-        if chosen_task is None:
-            classification = classify(query)
-            chosen_task, confidence = classification.task_type, classification.confidence
+        chosen_task, confidence = _task_type(query, task_type)
         counter = self.token_counter()
         orchestrator = self.orchestrator()
         result = orchestrator.retrieve(query, limit_entities=limit_entities, max_tokens=max_tokens,
@@ -221,12 +229,9 @@ class KnowCode:
         :raises StoreError: the index cannot be read.
         """
         from knowcode.llm.agent import smart_answer  # the facade composes stages
-        from knowcode.llm.query_classifier import classify, parse_task_type
 
         validate_query(question, 1)
-        chosen = task_type if isinstance(task_type, TaskType) else parse_task_type(task_type)
-        if chosen is None:
-            chosen = classify(question).task_type
+        chosen, _ = _task_type(question, task_type)
 
         def build_bundle(rung: Rung) -> ContextBundle:
             with query_lock or nullcontext():
