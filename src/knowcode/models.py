@@ -387,6 +387,11 @@ class AnswerSource:
         """``path:start-end``, as answers cite code."""
         return f"{self.path}:{self.start_line}-{self.end_line}"
 
+    @property
+    def label(self) -> str:
+        """``path:start-end qualified.name``: one line of an answer's source list."""
+        return f"{self.location} {self.qualified_name}"
+
 
 @dataclass(frozen=True, slots=True)
 class Answer:

@@ -223,6 +223,6 @@ def answer_text(answer: Answer) -> str:
     given = ""
     if answer.route is AnswerRoute.LLM and answer.sources:
         given = "\n\nContext given to the model:\n" + "\n".join(
-            f"- {source.location} {source.qualified_name}" for source in answer.sources)
+            f"- {source.label}" for source in answer.sources)
     return (f"{answer.text.strip()}{given}\n\n---\n{via[answer.route.value]} ({answer.task_type.value}; "
             f"sufficiency {answer.sufficiency_score:.2f}; {answer.latency_ms:.0f} ms); tried: {tried}")

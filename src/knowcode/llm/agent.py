@@ -134,7 +134,7 @@ def sources_of(bundle: ContextBundle) -> tuple[AnswerSource, ...]:
 
 
 def _sources_block(sources: Sequence[AnswerSource]) -> str:
-    lines = [f"- {source.location} {source.qualified_name}" for source in sources]
+    lines = [f"- {source.label}" for source in sources]
     return "Sources:\n" + ("\n".join(lines) if lines else "- (none)")
 
 
