@@ -269,7 +269,7 @@ def test_search_text_output(runner: CliRunner, repo: Path, store: Path) -> None:
     result = run(runner, "search", "area", "--repo", repo, "--store", store)
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert "shapes.py:1-3" in lines[0]  # path:start-end
+    assert "shapes.py:2-3" in lines[0]  # path:start-end: the method, not its class line
     assert "shapes.Circle.area" in lines[0]  # the entity
     assert "method" in lines[0]
     assert any(line.strip() == "def area(self) -> float:" for line in lines)  # a snippet line
@@ -297,7 +297,7 @@ def test_search_json(runner: CliRunner, repo: Path, store: Path) -> None:
         assert 1 <= hit["start_line"] <= hit["end_line"]
         assert isinstance(hit["score"], float)
     first = data["hits"][0]
-    assert (first["path"], first["start_line"], first["end_line"]) == ("shapes.py", 1, 3)
+    assert (first["path"], first["start_line"], first["end_line"]) == ("shapes.py", 2, 3)  # Circle.area
     assert (first["name"], first["qualified_name"], first["kind"]) == ("area", "shapes.Circle.area", "method")
     assert "return 3.14" not in json.dumps(data)
 

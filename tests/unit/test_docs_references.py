@@ -36,7 +36,8 @@ REQUIRED_IN_INTERNALS = {
     "DOCSTRING_BONUS = 0.1", "DOCSTRING_BONUS_CHARS = 50", "SHORT_BUNDLE_CHARS = 100",
     "SHORT_BUNDLE_FACTOR = 0.5", "min(1.0, max(0.0, score / maximum))", "DENSE_TEXT_CHARS = 160",
     "definition: float = 3.0", "definition_path: float = 1.5", "mention: float = 2.0",
-    "name_match: float = 1.3", "file_name: float = 1.25", "path_penalty: float = 0.5",
+    "file_name: float = 1.25", "phrase: float = 2.0", "prose_penalty: float = 0.5", "MIN_RANKED_LIMIT = 50",
+    "FIRST_TIER_LIMIT = 10", "path_penalty: float = 0.5",
     "reexport_penalty: float = 0.6", "file_coherence: float = 1.05", "file_diversity: float = 0.5",
     "SOURCE_HUNGRY_TASKS", "MAX_DEPENDENCIES = 10", "0.0, HitSource.DEPENDENCY",
 }

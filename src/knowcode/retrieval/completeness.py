@@ -16,10 +16,18 @@ MAX_DEPENDENCY_CHUNKS = 3  # a callee is shown through its first chunks, not a w
 
 
 def hit_for(entity: Entity, chunks: Sequence[Chunk], score: float, source: HitSource) -> SearchHit:
-    """A hit spanning the given chunks of one entity."""
-    text = "\n".join(c.text for c in chunks)
+    """A hit on one entity through the given chunks (consecutive, in line order).
+
+    The lines are the entity's own where the chunks hold its first line (a chunk may also carry the
+    lines before it: a class header, a neighbour packed with it), else the chunks' window.
+    """
     start = min((c.start_line for c in chunks), default=entity.start_line)
     end = max((c.end_line for c in chunks), default=entity.end_line)
+    lines = "\n".join(c.text for c in chunks).split("\n")
+    if chunks and start <= entity.start_line <= end:
+        lines = lines[entity.start_line - start:min(end, entity.end_line) - start + 1]
+        start, end = entity.start_line, min(end, entity.end_line)
+    text = "\n".join(lines)
     return SearchHit(entity.path, start, end, score, entity.id, entity.name, entity.qualified_name,
                      entity.kind.value, source.value, chunks[0].id if chunks else "", text,
                      entity.signature, entity.docstring)

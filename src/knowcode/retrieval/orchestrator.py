@@ -11,11 +11,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Container, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
-from knowcode.models import Entity, HitSource, RetrievalMode, SearchHit
+from knowcode.indexing.tokenizer import tokenize
+from knowcode.models import Chunk, Entity, HitSource, RetrievalMode, SearchHit
 from knowcode.retrieval.completeness import expand_dependencies, hit_for
 from knowcode.retrieval.embeddings import EmbeddingProvider, EmbeddingSpec, check_compatible
 from knowcode.retrieval.exact_query_engine import definition_chunks, exact_search, quoted_text
@@ -35,6 +36,12 @@ _SOURCE_OF_LEGS = {(True, True): HitSource.HYBRID, (True, False): HitSource.SPAR
                    (False, True): HitSource.DENSE, (False, False): HitSource.EXACT}
 PER_ENTITY_TOKEN_CAP = 2000  # spec: Retrieval routing step 6 (the 200-token floor was removed)
 MAX_LIMIT = 1000  # more entities than this is a dump, not a search
+# Hits ranked from the same candidate pool whatever the limit below it: 50 covers an agent's usual
+# 10-50 (issue #11: limit 10 and limit 50 differed on 119 of 120 queries when the pool was limit x 5).
+MIN_RANKED_LIMIT = 50
+# The first tier is reranked alone: the spec's pool (limit x reranker_top_k_multiplier) at the
+# default search limit of 10.
+FIRST_TIER_LIMIT = 10
 
 
 def per_entity_token_budget(max_tokens: int, limit_entities: int) -> int:
@@ -127,11 +134,14 @@ class RetrievalOrchestrator:
                  for rank, cid in enumerate(sparse[:wanted])]
         return RetrievalMode.LEXICAL, fused, {"sparse": len(sparse)}
 
-    def _candidates(self, query: str, fused: Sequence[FusedCandidate]) -> list[tuple[Candidate, HitSource]]:
-        scores = {f.chunk_id: f for f in fused}
+    def _candidates(self, query: str, fused: Sequence[FusedCandidate], *, named: bool,
+                    exclude: Container[str] = ()) -> list[tuple[Candidate, HitSource]]:
+        """The fused candidates with their chunks and entities; with `named`, plus the definitions of
+        the symbols the query names (chunk ids in `exclude` are left out)."""
+        scores = {f.chunk_id: f for f in fused if f.chunk_id not in exclude}
         ids = list(scores)
         definitions: list[Entity] = []
-        if self.signals.definition != 1.0 or self.signals.mention != 1.0:
+        if named and (self.signals.definition != 1.0 or self.signals.mention != 1.0):
             # The definition of a named symbol may rank low on words alone: bring it in, and let
             # the chunk that holds its signature speak for it (a class header is often packed
             # into the chunk of its first method).
@@ -139,7 +149,7 @@ class RetrievalOrchestrator:
                 definitions.extend(self.store.entities_named_like(symbol, self.top_k_multiplier))
             floor = min((f.score for f in fused), default=1.0 / RRF_K)
             for _, chunk in definition_chunks(self.store, definitions):
-                if chunk.id not in scores:
+                if chunk.id not in scores and chunk.id not in exclude:
                     scores[chunk.id] = FusedCandidate(chunk.id, floor, None, None)
                     ids.append(chunk.id)
         rows = self.store.chunks_with_owners(ids)
@@ -169,7 +179,9 @@ class RetrievalOrchestrator:
         """
         validate_query(query, limit_entities)
         errors: list[str] = []
-        wanted = limit_entities * self.top_k_multiplier
+        # The pool is sized as for MIN_RANKED_LIMIT hits at least, so the first k hits of any
+        # request up to that limit are the k-hit answer (a pool that grows with the limit reorders).
+        wanted = max(limit_entities, MIN_RANKED_LIMIT) * self.top_k_multiplier
         exact = quoted_text(query)
         legs: dict[str, int] = {}
         if exact is not None:
@@ -181,24 +193,91 @@ class RetrievalOrchestrator:
                       for rank, (chunk, entity) in enumerate(matches)
                       if entity is not None or chunk.entity_id in owners]
             sources = {c.chunk.id: HitSource.EXACT for c, _ in ranked}
+            ranked = self._precise(exact, ranked)
+            hits = _unique_hits(ranked, sources, limit_entities, [])
         else:
             mode, fused, legs = self._fused(query, wanted, errors)
-            candidates = self._candidates(query, fused)
+            # The first tier (the spec's pool for the default limit) is reranked on its own, so a
+            # larger limit only appends: hits from deeper candidates never overtake it.
+            tier = FIRST_TIER_LIMIT * self.top_k_multiplier
+            candidates = self._candidates(query, fused[:tier], named=True)
             sources = {c.chunk.id: source for c, source in candidates}
-            ranked, rerank_error = rerank(query, [c for c, _ in candidates], self.signals, self.cross_encoder)
-            if rerank_error:
-                errors.append(rerank_error)
-        hits: list[SearchHit] = []
-        seen: set[str] = set()
-        for candidate, score in ranked:
-            if candidate.entity.id in seen:
-                continue
-            seen.add(candidate.entity.id)
-            hits.append(hit_for(candidate.entity, [candidate.chunk], score, sources[candidate.chunk.id]))
-            if len(hits) == limit_entities:
-                break
+            ranked = self._rerank(query, candidates, errors)
+            hits = _unique_hits(ranked, sources, limit_entities, [])
+            if len(hits) < limit_entities and len(fused) > tier:
+                deeper = self._candidates(query, fused[tier:], named=False, exclude=sources)
+                sources.update((c.chunk.id, source) for c, source in deeper)
+                more = self._rerank(query, deeper, errors)
+                ranked += more
+                hits = _unique_hits(more, sources, limit_entities, hits)
         if not hits:
             errors.append("nothing matched: try other words, an identifier, or a \"quoted name\"")
         dependencies = expand_dependencies(self.store, hits) if expand_deps and hits else []
         return RetrievalResult(query, mode, tuple(hits), tuple(dependencies), tuple(errors),
                                per_entity_token_budget(max_tokens, limit_entities), len(ranked), legs)
+
+    def _rerank(self, query: str, candidates: Sequence[tuple[Candidate, HitSource]],
+                errors: list[str]) -> list[tuple[Candidate, float]]:
+        """Rerank candidates, each then answered by the part of its chunk that matched."""
+        ranked, rerank_error = rerank(query, [c for c, _ in candidates], self.signals, self.cross_encoder)
+        if rerank_error and rerank_error not in errors:
+            errors.append(rerank_error)
+        return self._precise(query, ranked)
+
+    def _precise(self, query: str, ranked: list[tuple[Candidate, float]]) -> list[tuple[Candidate, float]]:
+        """Name the entity a chunk is about: a chunk that packs small members of its entity (a class's
+        getters, a module's helpers) is answered by the member that matches more query words than the
+        entity's own lines and name do."""
+        owners = {c.entity.id for c, _ in ranked}
+        members: dict[str, list[Entity]] = {}
+        for child in self.store.children(owners) if owners else ():
+            if child.parent_id is not None:
+                members.setdefault(child.parent_id, []).append(child)
+        if not members:
+            return ranked
+        words = frozenset(tokenize(query))
+        precise = []
+        for candidate, score in ranked:
+            chunk = candidate.chunk
+            inside = [m for m in members.get(candidate.entity.id, ()) if _within(m, chunk)]
+            if inside:
+                own = _lines(chunk, chunk.start_line, chunk.end_line,
+                             skip=[(m.start_line, m.end_line) for m in inside])
+                best = max(inside, key=lambda m: _matched(words, m.qualified_name, _lines(chunk, m.start_line,
+                                                                                         m.end_line)))
+                if _matched(words, best.qualified_name, _lines(chunk, best.start_line, best.end_line)) > \
+                        _matched(words, candidate.entity.qualified_name, own):
+                    candidate = replace(candidate, entity=best)
+            precise.append((candidate, score))
+        return precise
+
+
+def _within(entity: Entity, chunk: Chunk) -> bool:
+    """Whether the entity's whole span lies inside the chunk."""
+    return chunk.start_line <= entity.start_line and entity.end_line <= chunk.end_line
+
+
+def _lines(chunk: Chunk, start: int, end: int, skip: Sequence[tuple[int, int]] = ()) -> str:
+    """The chunk's text of lines start..end, leaving out the `skip` spans."""
+    rows = chunk.text.split("\n")
+    return "\n".join(rows[line - chunk.start_line] for line in range(start, end + 1)
+                     if not any(a <= line <= b for a, b in skip))
+
+
+def _matched(words: frozenset[str], name: str, text: str) -> int:
+    """How many of the query's words the name and the text hold."""
+    return len(words.intersection(tokenize(name + "\n" + text)))
+
+
+def _unique_hits(ranked: Sequence[tuple[Candidate, float]], sources: Mapping[str, HitSource], limit: int,
+                 hits: list[SearchHit]) -> list[SearchHit]:
+    """Append hits for the best chunk of each entity not yet hit, up to `limit` hits in all."""
+    seen = {hit.entity_id for hit in hits}
+    for candidate, score in ranked:
+        if len(hits) >= limit:
+            break
+        if candidate.entity.id in seen:
+            continue
+        seen.add(candidate.entity.id)
+        hits.append(hit_for(candidate.entity, [candidate.chunk], score, sources[candidate.chunk.id]))
+    return hits

@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Protocol
 
+from knowcode.indexing.languages import is_document_language
 from knowcode.indexing.tokenizer import tokenize
 from knowcode.models import Chunk, Entity
 
@@ -34,6 +35,17 @@ _PENALISED_PATH = re.compile(
 # (`ZodDefault`), snake_case. Plain words ("session") are left to BM25.
 _CODE_WORD = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|[a-z][a-z0-9]*[A-Z][\w$]*"
                         r"|[A-Z][a-z0-9]+[A-Z][\w$]*|[A-Za-z][A-Za-z0-9]*_[\w$]+")
+# Quoted text in a question is usually an error message or a literal copied from the code.
+_QUOTED = re.compile(r"'([^'\n]{3,200})'|\"([^\"\n]{3,200})\"|`([^`\n]{3,200})`")
+# A long quoted message matches when any run of this many of its words does: the code often builds
+# the message from parts (f-strings, concatenation), so the whole rendered text rarely occurs.
+PHRASE_WINDOW_WORDS = 4
+# Question length at which per-word signals (file names) start to thin out: a short query's words
+# each carry the question, a 20-word question's incidental words do not (bench/questions: 0.525 ->
+# 0.543 NDCG@10 at 6; 4 and 8 within 0.005; the file-level set unchanged).
+SHORT_QUERY_WORDS = 6
+# Words that make a query about documentation, so prose files are not penalised for it.
+_DOC_WORDS = frozenset(tokenize("doc docs documentation documented readme changelog guide tutorial"))
 _REEXPORT_FILES = frozenset({"__init__.py", "index.js", "index.ts", "mod.rs"})
 
 
@@ -48,9 +60,10 @@ class RankingSignals:
     definition: float = 3.0  # symbol query: the chunk's entity is named like the queried symbol
     definition_path: float = 1.5  # ... and the file (or its folder) is named like it too
     mention: float = 2.0  # word query naming code (`app.set`, `parseUrl`, `max_retries`): its definition
-    name_match: float = 1.3  # a query word names the chunk's entity (word queries)
     file_name: float = 1.25  # per query word naming the file or its folder (at most 2 words)
+    phrase: float = 2.0  # a quoted phrase of the query (an error message) occurs in the chunk
     path_penalty: float = 0.5  # tests, examples, docs, benchmarks, compat shims, .d.ts
+    prose_penalty: float = 0.5  # prose and config files (Markdown, reST, text, INI, ...) for a code question
     reexport_penalty: float = 0.6  # module-level chunk of an __init__.py / index.ts re-export file
     file_coherence: float = 1.05  # per further candidate from the same file (at most 4)
     file_diversity: float = 0.5  # per chunk of the same file ranked above (bench: 0.85 -> 0.5, +0.01)
@@ -95,17 +108,42 @@ class _Query:
     words: frozenset[str]  # its tokens
     symbol_words: frozenset[str] | None  # tokens of a symbol query's parts; None for word queries
     symbol: str  # a symbol query's last part ("run" of "Engine.run")
+    symbol_path: str  # a dotted symbol query's parts as a qualified-name suffix (".engine.run"), else ""
     mentions: tuple[str, ...]  # code words of a word query, lower-cased, with a leading dot
+    phrases: tuple[tuple[str, ...], ...]  # per quoted phrase: itself, or its PHRASE_WINDOW_WORDS windows
+    word_share: float  # how much one query word counts: 1 up to SHORT_QUERY_WORDS words, then less
+
+    @property
+    def about_docs(self) -> bool:
+        """Whether the query asks about documentation."""
+        return bool(self.words & _DOC_WORDS)
 
     @classmethod
     def of(cls, query: str) -> _Query:
         stripped = query.strip()
         words = frozenset(tokenize(stripped))
+        share = min(1.0, SHORT_QUERY_WORDS / max(1, len(words)))
         if not is_symbol_query(stripped):
             mentions = tuple("." + m.lower() for m in mentioned_symbols(stripped))
-            return cls(stripped.lower(), words, None, "", mentions)
+            return cls(stripped.lower(), words, None, "", "", mentions, _phrases(stripped), share)
         parts = [p for p in re.split(r"\.|::|#|->", stripped.removesuffix("()")) if p]
-        return cls(stripped.lower(), words, frozenset(tokenize(" ".join(parts))), parts[-1], ())
+        dotted = "." + ".".join(parts).lower() if len(parts) > 1 else ""
+        return cls(stripped.lower(), words, frozenset(tokenize(" ".join(parts))), parts[-1], dotted, (), (),
+                   share)
+
+
+def _phrases(query: str) -> tuple[tuple[str, ...], ...]:
+    """The query's quoted phrases, lower-cased; a long one as its word windows."""
+    found: list[tuple[str, ...]] = []
+    for groups in _QUOTED.findall(query):
+        phrase = next(g for g in groups if g).lower()
+        words = phrase.split()
+        if len(words) <= PHRASE_WINDOW_WORDS:
+            found.append((phrase,))
+        else:
+            found.append(tuple(" ".join(words[i:i + PHRASE_WINDOW_WORDS])
+                               for i in range(len(words) - PHRASE_WINDOW_WORDS + 1)))
+    return tuple(found)
 
 
 @lru_cache(maxsize=1 << 14)
@@ -123,8 +161,11 @@ def _signal_factor(candidate: Candidate, query: _Query, signals: RankingSignals,
         factor *= signals.docstring
     if now - candidate.mtime < RECENT_SECONDS:
         factor *= signals.recent
-    if query.lowered and query.lowered in chunk.text.lower():
+    lowered = chunk.text.lower()
+    if query.lowered and query.lowered in lowered:
         factor *= signals.substring
+    if any(any(window in lowered for window in windows) for windows in query.phrases):
+        factor *= signals.phrase
     if query.lowered == entity.kind.value:
         factor *= signals.kind
     path_words, penalised, reexport = _path_facts(chunk.path)
@@ -133,20 +174,23 @@ def _signal_factor(candidate: Candidate, query: _Query, signals: RankingSignals,
     defines = chunk.start_line <= entity.start_line <= chunk.end_line
     if query.symbol_words is not None:
         if defines and entity.name.lower() == query.symbol.lower():
-            # `Session` the class beats `session` the helper: a case-only match gets half the boost.
-            factor *= signals.definition if entity.name == query.symbol else signals.definition ** 0.5
+            # `Session` the class beats `session` the helper, and `Cookie.save` beats `Null.save`: a
+            # case-only match, or a dotted query whose owner differs, gets half the boost.
+            exact = entity.name == query.symbol and (
+                not query.symbol_path or ("." + entity.qualified_name.lower()).endswith(query.symbol_path))
+            factor *= signals.definition if exact else signals.definition ** 0.5
             if query.symbol_words & path_words:
                 factor *= signals.definition_path
     else:
         if defines and query.mentions and ("." + entity.qualified_name.lower()).endswith(query.mentions):
             factor *= signals.mention
-        if len(entity.name) > 2 and entity.name.lower() in query.words:
-            factor *= signals.name_match
-        factor *= signals.file_name ** min(2, len(query.words & path_words))
+        factor *= signals.file_name ** (min(2, len(query.words & path_words)) * query.word_share)
     if penalised:
         factor *= signals.path_penalty
     if reexport and entity.parent_id is None:
         factor *= signals.reexport_penalty
+    if is_document_language(entity.language) and not query.about_docs:
+        factor *= signals.prose_penalty
     return factor
 
 

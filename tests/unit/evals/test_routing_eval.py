@@ -46,8 +46,8 @@ def _function(name: str, doc: str) -> str:
     return f'def {name}(value):\n    """{doc}"""\n{_BODY}    return value\n\n\n'
 
 
-# Three modules of two functions each: each module is one entity (lines 1-34) in a bundle, the first
-# rung holds only the best one, the top rung all three.
+# Three modules of two functions each: each module is one chunk (lines 1-34), answered by the function
+# that matches (slugify: lines 1-15); the first rung holds only the best one, the top rung all three.
 SHOP = {
     "shop/pricing.py": _function("apply_discount", "Apply a discount.") + _function("add_tax", "Add tax."),
     "shop/cart.py": _function("add_item", "Put an item in.") + _function("remove_item", "Take it out."),
@@ -118,7 +118,7 @@ def test_repo_relative_paths() -> None:
 def test_hits_follow_the_benchmark_rules_and_counts_add_up(kc: KnowCode, tmp_path: Path) -> None:
     entries = [
         entry(SLUGIFY, "shop/text.py"),  # whole-file target in the first rung's bundle: hit
-        entry(SLUGIFY, {"path": "shop/text.py", "start_line": 17, "end_line": 30}),  # lines overlap: hit
+        entry(SLUGIFY, {"path": "shop/text.py", "start_line": 5, "end_line": 12}),  # inside slugify: hit
         entry(SLUGIFY, {"path": "shop/text.py", "start_line": 100, "end_line": 120}),  # no overlap: miss
         entry(SLUGIFY, "other/text.py"),  # the same name in another folder: miss
         entry(SLUGIFY, "shop/cart.py"),  # only the top rung's bundle holds it

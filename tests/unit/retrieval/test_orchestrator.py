@@ -365,6 +365,43 @@ def test_limit_cuts_the_ranked_unique_list(dedup_kc: KnowCode) -> None:
         assert _names(cut.hits) == everything[:limit]
 
 
+# --- stable ranking and precise hits -----------------------------------------------------------------
+
+# Sixty small files, each a few functions on one topic: more candidates than the first tier holds.
+MANY_REPO = {f"mod{i}.py": "".join(
+    f"def handle_{i}_{j}(request):\n    return parse_request(request, {j})\n\n\n" for j in range(3))
+    for i in range(60)}
+# Small helpers packed into one chunk (each under PACK_BELOW_CHARS), owned by their module.
+PACKED_PY = ("def load_config(path):\n    return read(path)\n\n\n"
+             "def save_config(path, data):\n    return write(path, data)\n\n\n"
+             "def reset_cache():\n    cache.clear()\n")
+
+
+@pytest.fixture(scope="module")
+def many_kc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowCode]:
+    yield from _indexed(tmp_path_factory, "many", {**MANY_REPO, "helpers.py": PACKED_PY})
+
+
+@pytest.mark.parametrize("query", ["handle the request", "parse_request", "how is a request handled"])
+def test_the_first_hits_of_a_larger_limit_are_the_smaller_answer(many_kc: KnowCode, query: str) -> None:
+    answers = {limit: many_kc.search(query, limit=limit) for limit in (1, 3, 10, 20, 50)}
+    assert len(answers[50]) == 50
+    for limit, hits in answers.items():
+        assert [h.chunk_id for h in hits] == [h.chunk_id for h in answers[50][:limit]]
+
+
+def test_a_packed_chunk_is_answered_by_the_member_that_matches(many_kc: KnowCode) -> None:
+    [hit] = many_kc.search("save config data", limit=1)
+    assert (hit.path, hit.qualified_name) == ("helpers.py", "helpers.save_config")
+    assert (hit.start_line, hit.end_line) == (5, 6)
+    assert hit.text == "def save_config(path, data):\n    return write(path, data)"
+
+
+def test_exact_hits_start_at_the_definition(many_kc: KnowCode) -> None:
+    [hit] = many_kc.search('"reset_cache"', limit=1)
+    assert (hit.qualified_name, hit.start_line, hit.end_line) == ("helpers.reset_cache", 9, 10)
+
+
 # --- dependency expansion -----------------------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ from knowcode.models import Chunk, Entity, EntityKind
 from knowcode.retrieval.reranker import (
     DEFAULT_TOP_K_MULTIPLIER,
     RECENT_SECONDS,
+    SHORT_QUERY_WORDS,
     Candidate,
     RankingSignals,
     is_symbol_query,
@@ -24,8 +25,10 @@ NEUTRAL = RankingSignals(**{name: 1.0 for name in RankingSignals.__dataclass_fie
 
 def _candidate(path: str = "src/pkg/engine.py", name: str = "run", kind: EntityKind = EntityKind.FUNCTION,
                text: str = "def run():\n    pass", docstring: str = "", mtime: float = OLD,
-               score: float = 1.0, parent: str | None = "m") -> Candidate:
-    entity = Entity(f"{path}:{name}", path, kind, name, f"pkg.{name}", parent, 1, 2, "", docstring, "python")
+               score: float = 1.0, parent: str | None = "m", qualified: str = "",
+               language: str = "python") -> Candidate:
+    entity = Entity(f"{path}:{name}", path, kind, name, qualified or f"pkg.{name}", parent, 1, 2, "",
+                    docstring, language)
     chunk = Chunk(f"c:{path}:{name}", path, entity.id, 1, 2, text, text)
     return Candidate(chunk, entity, score, mtime)
 
@@ -60,7 +63,9 @@ def test_spec_boosts(signal: str, query: str, candidate: Candidate, expected: fl
 
 @pytest.mark.parametrize(("query", "candidate", "expected"), [
     ("run", _candidate(), 3.0),  # symbol query names the entity
-    ("Engine.run", _candidate(), 3.0 * 1.5),  # ... and a dotted part names the file
+    ("engine.run", _candidate(qualified="pkg.engine.run"), 3.0 * 1.5),  # ... and a dotted part the file
+    ("Engine.run", _candidate(qualified="pkg.Engine.run"), 3.0 * 1.5),
+    ("Other.run", _candidate(qualified="pkg.Engine.run"), 3.0 ** 0.5),  # another owner's `run`: half
     ("engine", _candidate(name="engine"), 3.0 * 1.5),
     ("walk", _candidate(), 1.0),
 ])
@@ -82,10 +87,36 @@ def test_reexport_penalty_only_hits_module_level_chunks_of_init_files() -> None:
     assert _factor("zzz", _candidate(path="pkg/__init__.py"), reexport_penalty=0.6) == 1.0
 
 
-def test_word_query_matching_file_folder_and_entity_names() -> None:
+def test_word_query_matching_file_and_folder_names() -> None:
     candidate = _candidate(path="src/router/dispatch.py", name="route_request")
     assert _factor("how does the router dispatch", candidate, file_name=1.25) == pytest.approx(1.25 ** 2)
-    assert _factor("route_request handling", candidate, name_match=1.3) == pytest.approx(1.3)
+
+
+def test_file_names_count_less_in_long_questions() -> None:
+    candidate = _candidate(path="src/router/dispatch.py")
+    words = "router dispatch alpha beta gamma delta epsilon zeta eta theta iota kappa"  # 12 tokens
+    assert _factor(words, candidate, file_name=1.25) == pytest.approx(1.25 ** (2 * SHORT_QUERY_WORDS / 12))
+
+
+@pytest.mark.parametrize(("query", "text", "expected"), [
+    ("it fails with 'no secret key was set' here", "raise RuntimeError('no secret key was set')", 2.0),
+    ('raises "the session is unavailable because no key"', "msg = 'The session is unavailable because ' + x",
+     2.0),  # a 4-word window of a long message is enough: the code builds it from parts
+    ("it fails with 'no secret key' here", "raise RuntimeError('missing key')", 1.0),
+    ("it fails with no secret key here", "raise RuntimeError('no secret key')", 1.0),  # not quoted
+])
+def test_quoted_phrases_found_in_the_chunk(query: str, text: str, expected: float) -> None:
+    assert _factor(query, _candidate(text=text), phrase=2.0) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("query", "language", "expected"), [
+    ("how are retries configured", "markdown", 0.5), ("how are retries configured", "rst", 0.5),
+    ("how are retries configured", "ini", 0.5), ("how are retries configured", "python", 1.0),
+    ("where do the docs explain retries", "markdown", 1.0), ("retry documentation", "rst", 1.0),
+])
+def test_prose_penalty_unless_the_query_is_about_docs(query: str, language: str, expected: float) -> None:
+    candidate = _candidate(path="README.md", language=language)
+    assert _factor(query, candidate, prose_penalty=0.5) == pytest.approx(expected)
 
 
 def test_file_diversity_and_coherence() -> None:

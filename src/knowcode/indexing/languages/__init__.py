@@ -1,6 +1,6 @@
 """Language registry: which spec parses a file, detected by extension, file name or shebang.
 
-Public: :func:`spec_for`, :func:`detect_language`, :data:`GRAMMARS`.
+Public: :func:`spec_for`, :func:`detect_language`, :func:`is_document_language`, :data:`GRAMMARS`.
 """
 
 from __future__ import annotations
@@ -46,6 +46,15 @@ GRAMMARS: dict[str, LanguageSpec] = {spec.name: spec for spec in _SPECS}
 _BY_EXTENSION = {ext: spec.name for spec in _SPECS for ext in spec.extensions}
 _BY_FILENAME = {name: spec.name for spec in _SPECS for name in spec.filenames}
 _BY_INTERPRETER = {interp: spec.name for spec in _SPECS for interp in spec.shebangs}
+
+
+# Languages whose files are prose or configuration, not code: a code question rarely wants them.
+DOCUMENT_LANGUAGES = frozenset({"markdown", "yaml", "toml", "json", "text", "rst", "ini"})
+
+
+def is_document_language(language: str) -> bool:
+    """Whether files of this language are prose or configuration rather than code."""
+    return language in DOCUMENT_LANGUAGES
 
 
 def spec_for(language: str) -> LanguageSpec | None:

@@ -11,6 +11,8 @@ DEFINITIONS = r"""
 (generator_function_declaration name: (identifier) @name) @definition.function
 (variable_declarator name: (identifier) @name
   value: [(arrow_function) (function_expression) (generator_function)]) @definition.function
+(variable_declarator name: (identifier) @name
+  value: (call_expression arguments: (arguments [(arrow_function) (function_expression)]))) @definition.function
 (method_definition name: [(property_identifier) (private_property_identifier)] @name) @definition.function
 (field_definition property: [(property_identifier) (private_property_identifier)] @name
   value: [(arrow_function) (function_expression)]) @definition.function

@@ -21,6 +21,8 @@ DEFINITIONS = r"""
 (ambient_declaration (function_signature name: (identifier) @name) @definition.function)
 (variable_declarator name: (identifier) @name
   value: [(arrow_function) (function_expression) (generator_function)]) @definition.function
+(variable_declarator name: (identifier) @name
+  value: (call_expression arguments: (arguments [(arrow_function) (function_expression)]))) @definition.function
 (method_definition name: [(property_identifier) (private_property_identifier)] @name) @definition.function
 (method_signature name: (property_identifier) @name) @definition.function
 (abstract_method_signature name: (property_identifier) @name) @definition.function

@@ -149,3 +149,29 @@ def test_tsx_components_and_jsx_calls() -> None:
         ("inherits", "app.counter.App", "React.Component", 14, ""),
         ("calls", "app.counter.App.render", "Counter", 16, ""),
     }
+
+
+FACTORY_SOURCE = b'''export interface $ZodCatch extends $ZodType {
+  _zod: $ZodCatchInternals;
+}
+
+export const $ZodCatch = /*@__PURE__*/ core.$constructor("$ZodCatch", (inst, def) => {
+  $ZodType.init(inst, def);
+});
+
+export const Button = React.forwardRef(function Button(props, ref) {
+  return render(props, ref);
+});
+
+export const settings = loadSettings("app");
+'''
+
+
+def test_a_const_made_by_a_factory_with_a_function_argument_is_a_definition() -> None:
+    parsed = parse_source("core/schemas.ts", "typescript", FACTORY_SOURCE, TYPESCRIPT)
+    assert entity_rows(parsed) == [
+        ("module", "core.schemas", 1, 13),
+        ("interface", "core.schemas.$ZodCatch", 1, 3),
+        ("function", "core.schemas.$ZodCatch", 5, 7),  # the class-like value beside its type
+        ("function", "core.schemas.Button", 9, 11),
+    ]  # `settings`, a plain call's result, stays module-level code
