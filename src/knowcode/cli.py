@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -13,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from knowcode import mcp_server, render  # mcp_server imports the SDK only when it starts
+from knowcode import __version__, mcp_server, render  # mcp_server imports the SDK only when it starts
 from knowcode.analysis.call_graph import MAX_DEPTH
 from knowcode.engine import KnowCode
 from knowcode.errors import KnowCodeError
@@ -23,6 +25,8 @@ from knowcode.terminal_progress import TerminalProgress
 
 EXIT_BAD_INPUT = 2  # a missing path, a bad option or config: the caller can fix the call
 EXIT_FAILURE = 1  # KnowCode could not do the job (store unreadable, newer schema, ...)
+EXIT_INTERRUPTED = 130  # stopped by Ctrl-C (SIGINT): 128 + the signal number, as shells report it
+EXIT_TERMINATED = 143  # stopped by SIGTERM (128 + 15) before the work was done
 
 app = typer.Typer(help="KnowCode: index a repository and ask it for code, context and answers.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -32,6 +36,29 @@ RepoOption = Annotated[Path, typer.Option("--repo", help="Repository folder.", s
 StoreOption = Annotated[Path | None, typer.Option("--store", help="Index folder (default: per-user cache).")]
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="Config file (default: knowcode.toml).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C: `finally` blocks run (the open transaction rolls back, parser workers
+    stop), and a server that caught the signal and shut down gracefully returns normally (uvicorn.run
+    absorbs the KeyboardInterrupt it re-raises)."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"knowcode {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    """Options of `knowcode` itself, before the command."""
 
 
 def _fail(message: str, code: int) -> typer.Exit:
@@ -48,6 +75,11 @@ def _errors() -> Iterator[None]:
         raise _fail(str(err), EXIT_BAD_INPUT) from None
     except KnowCodeError as err:
         raise _fail(str(err), EXIT_FAILURE) from None
+    except KeyboardInterrupt as interrupt:
+        terminated = isinstance(interrupt, Terminated)
+        stderr.print(f"{'terminated (SIGTERM)' if terminated else 'interrupted'}: stopped; the index is as "
+                     "the last complete run left it", highlight=False)
+        raise typer.Exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED) from None
 
 
 def _open(repo: Path, store: Path | None, config: Path | None,
@@ -281,6 +313,8 @@ def serve(
     stderr.print(f"serving {engine.root} at http://{host}:{port}/api/v1 (OpenAPI: /docs); "
                  f"auth: {'bearer token' if token else 'off, loopback only'}"
                  f"{'; watching for changes' if watch else ''}", highlight=False)
+    # uvicorn shuts down gracefully on SIGTERM and SIGINT, then re-raises the signal: ours becomes a
+    # KeyboardInterrupt, which uvicorn.run absorbs, so a stopped server returns here and exits 0.
     uvicorn.run(create_app(engine, token=token, watch=watch), host=host, port=port, log_level="warning",
                 access_log=False, limit_concurrency=MAX_CONNECTIONS, server_header=False)
 
@@ -307,6 +341,7 @@ def mcp(
 
 def main() -> None:
     """Console-script entry point."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
     app(prog_name="knowcode")
 
 

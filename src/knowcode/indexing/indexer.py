@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -71,6 +72,12 @@ def _worker_context() -> BaseContext:
     return context
 
 
+def _init_worker() -> None:
+    """Leave Ctrl-C to the parent: a terminal sends SIGINT to the whole process group, and the parent
+    stops the pool and rolls back; a worker's own KeyboardInterrupt would only print a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _parse_all(root: Path, files: list[ScannedFile], workers: int,
                progress: ProgressCallback) -> Iterator[ParsedFile | FileFailure]:
     task = partial(parse_file, root)
@@ -80,7 +87,7 @@ def _parse_all(root: Path, files: list[ScannedFile], workers: int,
     if workers > 1 and len(files) >= PARALLEL_MIN_FILES:
         # Workers re-import the caller's main module (as with any spawned process), so a script
         # without an `if __name__ == "__main__":` guard breaks the pool: finish serially then.
-        executor = ProcessPoolExecutor(workers, mp_context=_worker_context())
+        executor = ProcessPoolExecutor(workers, mp_context=_worker_context(), initializer=_init_worker)
         try:
             for result in executor.map(task, files, chunksize=PARSE_CHUNKSIZE):
                 done += 1
