@@ -3,32 +3,30 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+import signal
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, TypeVar
+from types import FrameType
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskProgressColumn,
-    TextColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
-from knowcode import mcp_server, render  # mcp_server imports the SDK only when it starts
+from knowcode import __version__, mcp_server, render  # mcp_server imports the SDK only when it starts
 from knowcode.analysis.call_graph import MAX_DEPTH
 from knowcode.engine import KnowCode
 from knowcode.errors import KnowCodeError
 from knowcode.models import AnswerRoute, TaskType, Verbosity
+from knowcode.progress import ProgressCallback, no_progress
+from knowcode.terminal_progress import TerminalProgress
 
 EXIT_BAD_INPUT = 2  # a missing path, a bad option or config: the caller can fix the call
 EXIT_FAILURE = 1  # KnowCode could not do the job (store unreadable, newer schema, ...)
+EXIT_INTERRUPTED = 130  # stopped by Ctrl-C (SIGINT): 128 + the signal number, as shells report it
+EXIT_TERMINATED = 143  # stopped by SIGTERM (128 + 15) before the work was done
 
 app = typer.Typer(help="KnowCode: index a repository and ask it for code, context and answers.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -39,7 +37,28 @@ StoreOption = Annotated[Path | None, typer.Option("--store", help="Index folder 
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="Config file (default: knowcode.toml).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
-T = TypeVar("T")
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C: `finally` blocks run (the open transaction rolls back, parser workers
+    stop), and a server that caught the signal and shut down gracefully returns normally (uvicorn.run
+    absorbs the KeyboardInterrupt it re-raises)."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"knowcode {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    """Options of `knowcode` itself, before the command."""
 
 
 def _fail(message: str, code: int) -> typer.Exit:
@@ -56,24 +75,21 @@ def _errors() -> Iterator[None]:
         raise _fail(str(err), EXIT_BAD_INPUT) from None
     except KnowCodeError as err:
         raise _fail(str(err), EXIT_FAILURE) from None
+    except KeyboardInterrupt as interrupt:
+        terminated = isinstance(interrupt, Terminated)
+        stderr.print(f"{'terminated (SIGTERM)' if terminated else 'interrupted'}: stopped; the index is as "
+                     "the last complete run left it", highlight=False)
+        raise typer.Exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED) from None
 
 
-def _open(repo: Path, store: Path | None, config: Path | None) -> KnowCode:
-    return KnowCode.from_path(repo, store=store, config=config)
+def _open(repo: Path, store: Path | None, config: Path | None,
+          progress: ProgressCallback = no_progress) -> KnowCode:
+    return KnowCode.from_path(repo, store=store, config=config, progress=progress)
 
 
-def _with_progress(run: Callable[[Callable[[int, int], None]], T]) -> T:
-    columns = (TextColumn("parsing"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
-               TaskProgressColumn(), TextColumn("{task.speed_text}"), TimeRemainingColumn())
-    with Progress(*columns, console=stderr, transient=True, disable=not stderr.is_terminal) as bar:
-        task = bar.add_task("parsing", total=None, speed_text="")
-
-        def update(done: int, total: int) -> None:
-            elapsed = bar.tasks[0].elapsed or 0.0
-            speed = f"{done / elapsed:,.0f} files/s" if elapsed else ""
-            bar.update(task, completed=done, total=total, speed_text=speed)
-
-        return run(update)
+def _progress() -> TerminalProgress:
+    """Progress rows on stderr for the command's long work (none off a terminal); use with `with`."""
+    return TerminalProgress(stderr)
 
 
 @app.command()
@@ -86,9 +102,8 @@ def index(
     json: JsonOption = False,
 ) -> None:
     """Index a repository, or bring its index up to date (only changed files are parsed)."""
-    with _errors():
-        engine = _open(path, store, config)
-        report = _with_progress(lambda update: engine.index(update, rebuild_vectors=rebuild_vectors))
+    with _errors(), _progress() as progress:
+        report = _open(path, store, config, progress).index(rebuild_vectors=rebuild_vectors)
     typer.echo(render.index_report_json(report) if json else render.index_report_text(report))
 
 
@@ -101,8 +116,8 @@ def stats(
     json: JsonOption = False,
 ) -> None:
     """Show what the index holds: files, languages, entities, relationships, chunks."""
-    with _errors():
-        result = _open(path or repo, store, config).stats()
+    with _errors(), _progress() as progress:
+        result = _open(path or repo, store, config, progress).stats()
     typer.echo(render.to_json(result) if json else render.stats_text(result))
 
 
@@ -116,8 +131,8 @@ def search(
     json: JsonOption = False,
 ) -> None:
     """Ranked code for a query: path:lines, entity and a short snippet per hit."""
-    with _errors():
-        results = _open(repo, store, config).search(query, limit=limit)
+    with _errors(), _progress() as progress:
+        results = _open(repo, store, config, progress).search(query, limit=limit)
     typer.echo(render.search_json(query, results) if json else render.search_text(results))
 
 
@@ -138,9 +153,9 @@ def context(
     json: JsonOption = False,
 ) -> None:
     """A token-budgeted context bundle for a query: Markdown (or JSON) ready for an agent's prompt."""
-    with _errors():
-        bundle = _open(repo, store, config).context(query, max_tokens=max_tokens, limit_entities=limit,
-                                                    task_type=task, verbosity=verbosity)
+    with _errors(), _progress() as progress:
+        bundle = _open(repo, store, config, progress).context(
+            query, max_tokens=max_tokens, limit_entities=limit, task_type=task, verbosity=verbosity)
     level = bundle.verbosity
     typer.echo(render.context_json(bundle, level) if json else render.context_markdown(bundle, level))
 
@@ -156,8 +171,8 @@ def ask(
 ) -> None:
     """Answer a question: locally from the index when verified and sufficient, else through the models
     configured in the llm table, in order (exit 1 when nothing answered; the code found is still printed)."""
-    with _errors():
-        answer = _open(repo, store, config).ask(question, task_type=task)
+    with _errors(), _progress() as progress:
+        answer = _open(repo, store, config, progress).ask(question, task_type=task)
     typer.echo(render.to_json(render.answer_data(answer)) if json else render.answer_text(answer))
     if answer.route is AnswerRoute.NONE:
         raise typer.Exit(EXIT_FAILURE)
@@ -179,8 +194,8 @@ def trace(
     json: JsonOption = False,
 ) -> None:
     """The call graph around an entity: who calls it and what it calls, a few calls deep."""
-    with _errors():
-        result = _open(repo, store, config).trace_calls(target, direction=direction, depth=depth)
+    with _errors(), _progress() as progress:
+        result = _open(repo, store, config, progress).trace_calls(target, direction=direction, depth=depth)
     typer.echo(render.to_json(result) if json else render.trace_text(result))
 
 
@@ -194,8 +209,8 @@ def impact(
     json: JsonOption = False,
 ) -> None:
     """What a change to an entity can affect: callers, subclasses and importers, and theirs."""
-    with _errors():
-        result = _open(repo, store, config).impact(target, depth=depth)
+    with _errors(), _progress() as progress:
+        result = _open(repo, store, config, progress).impact(target, depth=depth)
     typer.echo(render.to_json(result) if json else render.impact_text(result))
 
 
@@ -223,15 +238,14 @@ def eval_(
         write_routing_artifact,
     )
 
-    with _errors():
-        engine = _open(repo, store, config)
+    with _errors(), _progress() as progress:
+        engine = _open(repo, store, config, progress)
         default_set = engine.root / DEFAULT_QUERY_SET
         if query_set is None and not default_set.is_file():
             raise FileNotFoundError(f"no query set: pass --set FILE or create {default_set}"
                                     " (a JSON list of {query, category, relevant, secondary}, the public "
                                     "benchmark's annotation format)")
-        _with_progress(engine.index)
-        report = engine.evaluate(query_set or default_set)
+        report = engine.evaluate(query_set or default_set)  # indexes first when needed
         path = out or engine.root / DEFAULT_ARTIFACT_PATH
         try:
             sha256 = write_routing_artifact(report, path)
@@ -292,13 +306,15 @@ def serve(
     except ImportError as err:
         raise _fail(f"`knowcode serve` needs the server extra ({err.name} is missing): "
                     "pip install 'knowcode[server]'", EXIT_FAILURE) from None
-    with _errors():
-        engine = _open(repo, store, config)
-        report = _with_progress(engine.index)
+    with _errors(), _progress() as progress:
+        engine = _open(repo, store, config)  # no progress for the re-indexing while it serves
+        report = engine.index(progress)
     stderr.print(render.index_report_text(report).splitlines()[0], highlight=False)
     stderr.print(f"serving {engine.root} at http://{host}:{port}/api/v1 (OpenAPI: /docs); "
                  f"auth: {'bearer token' if token else 'off, loopback only'}"
                  f"{'; watching for changes' if watch else ''}", highlight=False)
+    # uvicorn shuts down gracefully on SIGTERM and SIGINT, then re-raises the signal: ours becomes a
+    # KeyboardInterrupt, which uvicorn.run absorbs, so a stopped server returns here and exits 0.
     uvicorn.run(create_app(engine, token=token, watch=watch), host=host, port=port, log_level="warning",
                 access_log=False, limit_concurrency=MAX_CONNECTIONS, server_header=False)
 
@@ -325,6 +341,7 @@ def mcp(
 
 def main() -> None:
     """Console-script entry point."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
     app(prog_name="knowcode")
 
 

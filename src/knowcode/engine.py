@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
@@ -13,7 +15,6 @@ from knowcode.analysis.entity_context import entity_context
 from knowcode.analysis.token_counter import TokenCounter, default_counter
 from knowcode.config import AppConfig, default_store_dir, load_config, rate_limit_path
 from knowcode.indexing import IndexReport, index_repository, scan
-from knowcode.indexing.indexer import ProgressCallback
 from knowcode.models import (
     Answer,
     CallTrace,
@@ -27,6 +28,7 @@ from knowcode.models import (
     Verbosity,
 )
 from knowcode.paths import confine_target
+from knowcode.progress import ProgressCallback, no_progress
 from knowcode.retrieval.cross_encoders import create_cross_encoder
 from knowcode.retrieval.embeddings import EmbeddingProvider, create_embedding_provider
 from knowcode.retrieval.orchestrator import RetrievalOrchestrator, RetrievalResult, validate_query
@@ -66,10 +68,12 @@ def _task_type(query: str, task_type: TaskType | str) -> tuple[TaskType, float]:
 class KnowCode:
     """A repository and its index; the index is built or brought up to date on first use."""
 
-    def __init__(self, root: Path, store_dir: Path, config: AppConfig) -> None:
+    def __init__(self, root: Path, store_dir: Path, config: AppConfig,
+                 progress: ProgressCallback = no_progress) -> None:
         self.root = root
         self.store_dir = store_dir
         self.config = config
+        self.progress = progress  # told of indexing and evaluation, however they were started
         self._fresh = False
         self._embedder: EmbeddingProvider | None = None
         self._embedder_loaded = False
@@ -80,12 +84,15 @@ class KnowCode:
 
     @classmethod
     def from_path(cls, root: str | Path, store: str | Path | None = None,
-                  config: AppConfig | str | Path | None = None) -> KnowCode:
+                  config: AppConfig | str | Path | None = None,
+                  progress: ProgressCallback = no_progress) -> KnowCode:
         """Open a repository.
 
         :param root: the repository folder.
         :param store: the index folder; default: a per-user cache folder keyed by the root's path.
         :param config: settings, or a config file to read them from; default: the repository's own.
+        :param progress: told of long work (indexing, also when a query starts it; evaluation), by
+            phase; see :mod:`knowcode.progress`.
         :return: the facade; nothing is read or indexed until first use.
         :raises FileNotFoundError: the root or the config file does not exist.
         :raises NotADirectoryError: the root is not a folder.
@@ -95,7 +102,7 @@ class KnowCode:
         if not isinstance(config, AppConfig):
             config = load_config(resolved, Path(config) if config is not None else None)
         store_dir = Path(store).resolve() if store is not None else default_store_dir(resolved)
-        return cls(resolved, store_dir, config)
+        return cls(resolved, store_dir, config, progress)
 
     def index(self, progress: ProgressCallback | None = None, *,
               rebuild_vectors: bool = False) -> IndexReport:
@@ -104,23 +111,26 @@ class KnowCode:
         The search indexes (BM25, vectors) are rebuilt when anything changed; only new chunks are
         embedded.
 
-        :param progress: called with (files parsed, files to parse) as parsing goes.
+        :param progress: told of each phase (scan, parse, link, search index, embeddings); default: the
+            facade's own.
         :param rebuild_vectors: embed every chunk again (after changing the embedding model).
-        :return: what changed.
+        :return: what changed; its `seconds` cover the whole run, search indexes included.
         :raises StoreError: the store cannot be opened or written.
         :raises EmbeddingMismatchError: the index holds vectors of another model.
         """
+        started = time.perf_counter()
+        progress = progress if progress is not None else self.progress
         store = Store.open(self.store_dir)
         try:
             report = index_repository(self.root, store, max_file_bytes=self.config.max_file_bytes,
                                       workers=self.config.parse_workers, progress=progress)
             update_search_index(store, self.store_dir, embedder=self.embedder(), k1=self.config.bm25_k1,
-                                b=self.config.bm25_b, rebuild_vectors=rebuild_vectors)
+                                b=self.config.bm25_b, rebuild_vectors=rebuild_vectors, progress=progress)
         finally:
             store.close()
         self._fresh = True
         self._drop_orchestrator()  # the next query loads the new generation
-        return report
+        return dataclasses.replace(report, seconds=time.perf_counter() - started)
 
     def _drop_orchestrator(self) -> None:
         if self._orchestrator is not None:
@@ -259,7 +269,8 @@ class KnowCode:
         from knowcode import __version__  # knowcode/__init__ imports this module: read at call time
         from knowcode.evals.routing_eval import load_query_set, run_routing_eval
 
-        return run_routing_eval(self, load_query_set(query_set), code_version=__version__)
+        return run_routing_eval(self, load_query_set(query_set), code_version=__version__,
+                                progress=self.progress)
 
     def routing_policy(self) -> RoutingPolicy:
         """The task types answered locally: only those the pinned, current routing artifact verified.
@@ -401,6 +412,6 @@ class KnowCode:
 
 
 def open(root: str | Path, store: str | Path | None = None,  # noqa: A001 - the documented API name
-         config: AppConfig | str | Path | None = None) -> KnowCode:
+         config: AppConfig | str | Path | None = None, progress: ProgressCallback = no_progress) -> KnowCode:
     """Open a repository for indexing and queries; see :meth:`KnowCode.from_path`."""
-    return KnowCode.from_path(root, store=store, config=config)
+    return KnowCode.from_path(root, store=store, config=config, progress=progress)

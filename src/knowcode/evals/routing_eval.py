@@ -26,6 +26,7 @@ from knowcode.llm.agent import ESCALATION_LADDER, Rung
 from knowcode.llm.query_classifier import classify
 from knowcode.llm.routing_policy import local_bar
 from knowcode.models import ContextBundle, TaskType
+from knowcode.progress import Phase, ProgressCallback, no_progress
 
 if TYPE_CHECKING:
     from knowcode.engine import KnowCode
@@ -123,12 +124,14 @@ def load_query_set(path: Path) -> QuerySet:
     return QuerySet(path, hashlib.sha256(raw).hexdigest(), tuple(queries))
 
 
-def run_routing_eval(kc: KnowCode, query_set: QuerySet, *, code_version: str) -> RoutingEvalReport:
+def run_routing_eval(kc: KnowCode, query_set: QuerySet, *, code_version: str,
+                     progress: ProgressCallback = no_progress) -> RoutingEvalReport:
     """Evaluate local answering per task type on an annotated query set (indexing first if needed).
 
     :param kc: the facade; its configuration gives the sufficiency bar and the quality floor.
     :param query_set: the annotated queries (:func:`load_query_set`).
     :param code_version: the running KnowCode's version, recorded so a newer one treats it as stale.
+    :param progress: told of each query evaluated.
     :return: the report, ready for :func:`~knowcode.evals.routing_artifact.write_routing_artifact`.
     :raises ValueError: a query is empty or too long for the retrievers.
     :raises StoreError: the index cannot be read or written.
@@ -138,7 +141,13 @@ def run_routing_eval(kc: KnowCode, query_set: QuerySet, *, code_version: str) ->
     llm = kc.config.llm
     bar = local_bar(llm)
     started = time.perf_counter()
-    outcomes = tuple(_evaluate(kc, query, bar) for query in query_set.queries)
+    queries = query_set.queries
+    evaluated: list[QueryOutcome] = []
+    progress(Phase.EVALUATE, 0, len(queries))
+    for query in queries:
+        evaluated.append(_evaluate(kc, query, bar))
+        progress(Phase.EVALUATE, len(evaluated), len(queries))
+    outcomes = tuple(evaluated)
     seconds = time.perf_counter() - started
     return RoutingEvalReport(
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), knowcode_version=code_version,

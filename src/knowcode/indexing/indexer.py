@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from knowcode.indexing.graph_builder import SymbolTable, lookup_names, resolve
 from knowcode.indexing.scanner import ScannedFile, SkippedFile, scan
 from knowcode.indexing.tokenizer import TOKENIZER_VERSION
 from knowcode.models import FileRecord, RelationKind, Relationship
+from knowcode.progress import Phase, ProgressCallback, no_progress
 from knowcode.storage.store import Store
 
 logger = logging.getLogger(__name__)
@@ -39,8 +41,6 @@ EXTRACTION_VERSION_KEY = "extraction_version"
 # Meta key counting committed runs that changed chunks: derived indexes (BM25, vectors) record the
 # generation they were built from, so a reader can tell whether they are current.
 CONTENT_GENERATION_KEY = "content_generation"
-
-ProgressCallback = Callable[[int, int], None]  # (files parsed so far, files to parse)
 
 
 @dataclass(frozen=True)
@@ -72,19 +72,26 @@ def _worker_context() -> BaseContext:
     return context
 
 
+def _init_worker() -> None:
+    """Leave Ctrl-C to the parent: a terminal sends SIGINT to the whole process group, and the parent
+    stops the pool and rolls back; a worker's own KeyboardInterrupt would only print a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _parse_all(root: Path, files: list[ScannedFile], workers: int,
-               progress: ProgressCallback | None) -> Iterator[ParsedFile | FileFailure]:
+               progress: ProgressCallback) -> Iterator[ParsedFile | FileFailure]:
     task = partial(parse_file, root)
     done = 0
+    if files:
+        progress(Phase.PARSE, 0, len(files))
     if workers > 1 and len(files) >= PARALLEL_MIN_FILES:
         # Workers re-import the caller's main module (as with any spawned process), so a script
         # without an `if __name__ == "__main__":` guard breaks the pool: finish serially then.
-        executor = ProcessPoolExecutor(workers, mp_context=_worker_context())
+        executor = ProcessPoolExecutor(workers, mp_context=_worker_context(), initializer=_init_worker)
         try:
             for result in executor.map(task, files, chunksize=PARSE_CHUNKSIZE):
                 done += 1
-                if progress is not None:
-                    progress(done, len(files))
+                progress(Phase.PARSE, done, len(files))
                 yield result
             return
         except BrokenProcessPool as err:
@@ -94,8 +101,7 @@ def _parse_all(root: Path, files: list[ScannedFile], workers: int,
     for scanned in files[done:]:
         result = task(scanned)
         done += 1
-        if progress is not None:
-            progress(done, len(files))
+        progress(Phase.PARSE, done, len(files))
         yield result
 
 
@@ -106,7 +112,7 @@ def _usable_cpus() -> int:
 
 
 def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: int = 0,
-                     progress: ProgressCallback | None = None) -> IndexReport:
+                     progress: ProgressCallback = no_progress) -> IndexReport:
     """Bring the store up to date with the files under root, in one transaction.
 
     Parsed files are written as they arrive from the workers, so storage overlaps parsing.
@@ -115,11 +121,13 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
     :param store: the open store to update.
     :param max_file_bytes: larger files are skipped.
     :param workers: parser processes; 0 means one per core.
-    :param progress: called after each parsed file.
+    :param progress: told of the scan, each parsed file and the linking of references.
     :return: what changed.
     """
     started = time.perf_counter()
+    progress(Phase.SCAN, 0, None)
     scanned = scan(root, max_file_bytes)
+    progress(Phase.SCAN, len(scanned.files), len(scanned.files))
     old = store.file_records()
     stale: list[str] = []
     if old and store.meta().get(EXTRACTION_VERSION_KEY) != EXTRACTION_VERSION:
@@ -150,7 +158,9 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
                 names.update(old_names.get(path, ()))
                 names.update(e.name for e in outcome.entities)
         replaced = {*gone, *(f.path for f in to_parse)}
-        _resolve_changes(store, references, names, replaced, len(current) > len(replaced))
+        if replaced:
+            progress(Phase.RESOLVE, 0, None)
+        linked = _resolve_changes(store, references, names, replaced, len(current) > len(replaced))
         store.replace_skipped({**{s.path: s.reason for s in scanned.skipped}, **failed})
         meta = store.meta()
         changed = bool(fresh or gone or stale or failed.keys() & old.keys())
@@ -158,13 +168,18 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
         store.set_meta({"root": str(root.resolve()), "indexed_at": str(time.time()),
                         EXTRACTION_VERSION_KEY: EXTRACTION_VERSION,
                         CONTENT_GENERATION_KEY: str(generation)})
+    if replaced:  # the commit is part of the phase: it can take a while on a big first run
+        progress(Phase.RESOLVE, linked, linked)
     gone = sorted({*gone, *(path for path in failed if path in old)})
     return _report(old, fresh, gone, failed, scanned.skipped, len(current), started)
 
 
 def _resolve_changes(store: Store, new_refs: list[Relationship], names: set[str], replaced: set[str],
-                     has_unchanged: bool) -> None:
-    """Resolve the re-parsed files' references, and re-resolve old ones that mention a changed name."""
+                     has_unchanged: bool) -> int:
+    """Resolve the re-parsed files' references, and re-resolve old ones that mention a changed name.
+
+    :return: the references resolved.
+    """
     affected = [r for r in store.references_to_names(names) if r.path not in replaced
                 and lookup_names(r) & names] if has_unchanged else []
     pending = [r for r in [*new_refs, *affected] if r.kind is not RelationKind.CONTAINS]
@@ -180,6 +195,7 @@ def _resolve_changes(store: Store, new_refs: list[Relationship], names: set[str]
     table.add_bindings(new_refs)
     store.insert_relationships(resolve(new_refs, table))
     store.replace_relationships(affected, resolve(affected, table))
+    return len(pending)
 
 
 def _report(old: dict[str, FileRecord], fresh: list[ParsedFile], gone: list[str], failed: dict[str, str],

@@ -151,10 +151,15 @@ def unanswered_text(reason: str, bundle: ContextBundle) -> str:
             f"{_sources_block(sources_of(bundle))}")
 
 
-def _failure_reason(policy: RoutingPolicy, models: Sequence[ModelConfig], reply: LLMReply) -> str:
+def _failure_reason(policy: RoutingPolicy, models: Sequence[ModelConfig], reply: LLMReply,
+                    last_local: AnswerAttempt) -> str:
     if not models:
-        return (f"local answering is off ({policy.reason}) and no models are configured: add an [llm] "
-                "models list to knowcode.toml (see the README).")
+        # The policy's reason says on its own that (and why) local answers are off for this type; a
+        # verified type fell short on sufficiency instead, which its last local attempt records.
+        local = (f"no bundle was sufficient for a local answer ({last_local.error})"
+                 if last_local.outcome == INSUFFICIENT else policy.reason.rstrip("."))
+        return (f"{local}. Also, no models are configured: add an [llm] models list to knowcode.toml "
+                "(see the README).")
     tried = "; ".join(f"{attempt.model}: {attempt.outcome}" for attempt in reply.attempts)
     return f"every configured model failed ({tried})."
 
@@ -208,7 +213,8 @@ def smart_answer(
         if sufficient:
             break
     assert bundle is not None  # the ladder is never empty
-    if attempts[-1].outcome == ANSWERED:
+    last_local = attempts[-1]
+    if last_local.outcome == ANSWERED:
         reply = LLMReply(None, None, ())
         route, text = AnswerRoute.LOCAL, local_answer_text(bundle)
     else:
@@ -219,7 +225,7 @@ def smart_answer(
             route, text = AnswerRoute.LLM, reply.text
         else:
             route = AnswerRoute.NONE
-            text = unanswered_text(_failure_reason(policy, llm.models, reply), bundle)
+            text = unanswered_text(_failure_reason(policy, llm.models, reply, last_local), bundle)
     result = Answer(
         question=question, text=text, route=route, model=reply.model, task_type=task_type,
         sufficiency_score=bundle.sufficiency_score, sources=sources_of(bundle), attempts=tuple(attempts),

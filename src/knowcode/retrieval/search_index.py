@@ -19,6 +19,7 @@ import numpy as np
 
 from knowcode.errors import StoreError
 from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
+from knowcode.progress import Phase, ProgressCallback, no_progress
 from knowcode.retrieval.embeddings import EmbeddingProvider, EmbeddingSpec, check_compatible
 from knowcode.retrieval.sparse import SparseIndex
 from knowcode.storage.store import Store
@@ -61,7 +62,7 @@ def _read_embedding(folder: Path) -> EmbeddingSpec | None:
 
 
 def _vectors(previous: Path | None, provider: EmbeddingProvider, chunk_ids: list[str],
-             texts: dict[str, str], rebuild: bool) -> VectorStore:
+             texts: dict[str, str], rebuild: bool, progress: ProgressCallback) -> VectorStore:
     """Embed only the chunks the previous generation lacks (all of them on `rebuild`)."""
     reused: dict[str, np.ndarray] = {}
     if previous is not None and not rebuild and (previous / _DENSE).is_dir():
@@ -70,10 +71,13 @@ def _vectors(previous: Path | None, provider: EmbeddingProvider, chunk_ids: list
             check_compatible(recorded, EmbeddingSpec.of(provider))
             reused = VectorStore.load(previous / _DENSE).vectors_for(chunk_ids)
     missing = [cid for cid in chunk_ids if cid not in reused]
+    if missing:
+        progress(Phase.EMBED, 0, len(missing))
     for start in range(0, len(missing), EMBED_BATCH):
         batch = missing[start:start + EMBED_BATCH]
         for cid, vector in zip(batch, provider.embed([texts[c] for c in batch]), strict=True):
             reused[cid] = vector
+        progress(Phase.EMBED, start + len(batch), len(missing))
     matrix = np.zeros((len(chunk_ids), provider.dimension), dtype=np.float32)
     for row, cid in enumerate(chunk_ids):
         matrix[row] = reused[cid]
@@ -81,7 +85,8 @@ def _vectors(previous: Path | None, provider: EmbeddingProvider, chunk_ids: list
 
 
 def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingProvider | None,
-                        k1: float, b: float, rebuild_vectors: bool = False) -> bool:
+                        k1: float, b: float, rebuild_vectors: bool = False,
+                        progress: ProgressCallback = no_progress) -> bool:
     """Rebuild the search indexes if the store changed since they were built.
 
     :param store: the open, up-to-date store.
@@ -90,6 +95,7 @@ def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingPro
     :param k1: BM25 k1.
     :param b: BM25 b.
     :param rebuild_vectors: embed every chunk again (after a model change).
+    :param progress: told of the BM25 build and of the chunks embedded (from the embedding thread).
     :return: True when a new generation was written.
     :raises EmbeddingMismatchError: the previous vectors come from another model and
         `rebuild_vectors` is not set.
@@ -108,6 +114,7 @@ def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingPro
              and not rebuild_vectors)
     if fresh:
         return False
+    progress(Phase.SEARCH_INDEX, 0, None)
     rows = store.connection.execute("SELECT id, tokens, index_text FROM chunks ORDER BY id").fetchall()
     chunk_ids = [row[0] for row in rows]
     folder = store_dir / f"{_SEARCH_PREFIX}{generation}-{secrets.token_hex(4)}"
@@ -115,7 +122,8 @@ def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingPro
         # Embedding (model load, Rust tokenizer) overlaps the BM25 build (numpy).
         vectors = pool.submit(_vectors, previous, embedder, chunk_ids,
                               {row[0]: row[2][:DENSE_TEXT_CHARS] for row in rows},
-                              rebuild_vectors or not same_dense_text) if embedder is not None else None
+                              rebuild_vectors or not same_dense_text,
+                              progress) if embedder is not None else None
         SparseIndex.build(chunk_ids, [row[1] for row in rows], k1=k1, b=b).save(folder / _SPARSE)
         if vectors is not None and embedder is not None:
             vectors.result().save(folder / _DENSE)
@@ -126,6 +134,7 @@ def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingPro
     for stray in store_dir.glob(f"{_SEARCH_PREFIX}*"):
         if stray != folder and stray.is_dir():
             shutil.rmtree(stray, ignore_errors=True)
+    progress(Phase.SEARCH_INDEX, len(chunk_ids), len(chunk_ids))
     return True
 
 

@@ -17,7 +17,7 @@ from knowcode.config import LLMConfig, ModelConfig
 from knowcode.llm.agent import ESCALATION_LADDER, ProviderFactory, Rung, answer, smart_answer
 from knowcode.llm.prompt_contract import ENVELOPE_KEY, MAX_CONTEXT_CHARS, MAX_ERROR_CHARS, MAX_QUESTION_CHARS
 from knowcode.llm.providers import ChatProvider, Completion, ProviderError, ProviderExhausted, ProviderTimeout
-from knowcode.llm.routing_policy import RoutingPolicy, local_bar
+from knowcode.llm.routing_policy import RoutingPolicy, load_routing_policy, local_bar
 from knowcode.models import (
     AnswerRoute,
     ContextBundle,
@@ -148,8 +148,29 @@ def test_no_models_and_no_local_route_is_an_honest_non_answer(tmp_path: Path) ->
     result = smart_answer("q", task_type=TaskType.LOCATE, build_bundle=Ladder((1.0,)), policy=OFF,
                           llm=LLMConfig(), limiter_path=tmp_path / "rl.sqlite")
     assert result.route is AnswerRoute.NONE and result.model is None
-    assert result.text.startswith("No answer: local answering is off (no routing artifact configured)")
+    assert result.text.startswith("No answer: no routing artifact configured. Also, no models are "
+                                  "configured: add an [llm] models list")
     assert "src/app.py:1-3" in result.text  # the code found is still handed over
+
+
+def test_a_non_answer_says_once_why_local_answers_are_off(tmp_path: Path) -> None:
+    policy = load_routing_policy(LLMConfig(), tmp_path, index_version="i", code_version="c")
+    result = smart_answer("q", task_type=TaskType.LOCATE, build_bundle=Ladder((1.0,)), policy=policy,
+                          llm=LLMConfig(), limiter_path=tmp_path / "rl.sqlite")
+    reason = result.text.split("\n", 1)[0]
+    assert reason == (f"No answer: {policy.reason}. Also, no models are configured: add an [llm] models "
+                      "list to knowcode.toml (see the README).")
+    assert reason.count("local answer") == 1  # not "local answering is off (local answers are off: ...)"
+
+
+def test_a_verified_type_without_a_sufficient_bundle_says_so_not_that_local_answers_are_off(
+        tmp_path: Path) -> None:
+    result = smart_answer("q", task_type=TaskType.LOCATE, build_bundle=Ladder((0.2, 0.3, 0.4)), policy=ON,
+                          llm=LLMConfig(sufficiency_threshold=0.8), limiter_path=tmp_path / "rl.sqlite")
+    assert result.route is AnswerRoute.NONE
+    assert result.text.startswith("No answer: no bundle was sufficient for a local answer (sufficiency 0.40 "
+                                  "< 0.80). Also, no models are configured")
+    assert ON.reason not in result.text
 
 
 # --- the LLM leg: failover, rate limits, prompt --------------------------------------------------
