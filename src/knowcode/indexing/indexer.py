@@ -11,18 +11,16 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import partial
-from multiprocessing import get_all_start_methods, get_context
-from multiprocessing.context import BaseContext
 from pathlib import Path
 
 from knowcode.indexing.file_parser import FileFailure, ParsedFile, parse_file
 from knowcode.indexing.graph_builder import SymbolTable, lookup_names, resolve
 from knowcode.indexing.scanner import ScannedFile, SkippedFile, scan
 from knowcode.indexing.tokenizer import TOKENIZER_VERSION
+from knowcode.indexing.workers import worker_pool
 from knowcode.models import FileRecord, RelationKind, Relationship
 from knowcode.storage.store import Store
 
@@ -59,19 +57,6 @@ class IndexReport:
     seconds: float = 0.0
 
 
-def _worker_context() -> BaseContext:
-    """A forkserver that has imported the parsers once; workers fork from it, not from us.
-
-    Forking this process would copy the state of its threads (a progress bar's, a server's, the
-    Rust thread pool of the embedding tokenizer) into the workers and can hang or kill them.
-    """
-    if "forkserver" not in get_all_start_methods():
-        return get_context("spawn")
-    context = get_context("forkserver")
-    context.set_forkserver_preload([parse_file.__module__])
-    return context
-
-
 def _parse_all(root: Path, files: list[ScannedFile], workers: int,
                progress: ProgressCallback | None) -> Iterator[ParsedFile | FileFailure]:
     task = partial(parse_file, root)
@@ -79,18 +64,16 @@ def _parse_all(root: Path, files: list[ScannedFile], workers: int,
     if workers > 1 and len(files) >= PARALLEL_MIN_FILES:
         # Workers re-import the caller's main module (as with any spawned process), so a script
         # without an `if __name__ == "__main__":` guard breaks the pool: finish serially then.
-        executor = ProcessPoolExecutor(workers, mp_context=_worker_context())
-        try:
-            for result in executor.map(task, files, chunksize=PARSE_CHUNKSIZE):
-                done += 1
-                if progress is not None:
-                    progress(done, len(files))
-                yield result
-            return
-        except BrokenProcessPool as err:
-            logger.warning("parser workers failed (%s); parsing the remaining files in this process", err)
-        finally:
-            executor.shutdown(cancel_futures=True)
+        with worker_pool(workers, preload=[parse_file.__module__]) as executor:
+            try:
+                for result in executor.map(task, files, chunksize=PARSE_CHUNKSIZE):
+                    done += 1
+                    if progress is not None:
+                        progress(done, len(files))
+                    yield result
+                return
+            except BrokenProcessPool as err:
+                logger.warning("parser workers failed (%s); parsing the remaining files in this process", err)
     for scanned in files[done:]:
         result = task(scanned)
         done += 1
