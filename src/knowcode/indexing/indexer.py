@@ -133,7 +133,7 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
                 names.update(old_names.get(path, ()))
                 names.update(e.name for e in outcome.entities)
         replaced = {*gone, *(f.path for f in to_parse)}
-        _resolve_changes(store, references, names, replaced, len(current) > len(replaced))
+        _resolve_changes(store, references, names, replaced, bool(current.keys() - replaced))
         store.replace_skipped({**{s.path: s.reason for s in scanned.skipped}, **failed})
         meta = store.meta()
         changed = bool(fresh or gone or stale or failed.keys() & old.keys())
