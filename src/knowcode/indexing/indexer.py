@@ -10,12 +10,14 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from knowcode.indexing.entity_ids import module_name
 from knowcode.indexing.file_parser import FileFailure, ParsedFile, parse_file
 from knowcode.indexing.graph_builder import SymbolTable, lookup_names, resolve
 from knowcode.indexing.scanner import ScannedFile, SkippedFile, scan
@@ -110,6 +112,8 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
     current = {f.path: f for f in scanned.files}
     to_parse = [f for f in scanned.files
                 if f.path not in old or (old[f.path].size, old[f.path].mtime) != (f.size, f.mtime)]
+    renamed_modules = _renamed_modules(store, scanned.files, old, to_parse)
+    to_parse.extend(f for f in scanned.files if f.path in renamed_modules)
     gone = sorted(set(old) - set(current))
     fresh: list[ParsedFile] = []
     failed: dict[str, str] = {}
@@ -128,21 +132,40 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
                 continue
             store.insert([outcome.record], outcome.entities, outcome.chunks)
             references.extend(outcome.references)
-            if path not in old or old[path].content_hash != outcome.record.content_hash:
+            content_changed = path not in old or old[path].content_hash != outcome.record.content_hash
+            if content_changed:
                 fresh.append(outcome)
+            if content_changed or path in renamed_modules:  # new ids: what referred to them re-resolves
                 names.update(old_names.get(path, ()))
                 names.update(e.name for e in outcome.entities)
         replaced = {*gone, *(f.path for f in to_parse)}
         _resolve_changes(store, references, names, replaced, bool(current.keys() - replaced))
         store.replace_skipped({**{s.path: s.reason for s in scanned.skipped}, **failed})
         meta = store.meta()
-        changed = bool(fresh or gone or stale or failed.keys() & old.keys())
+        changed = bool(fresh or gone or stale or renamed_modules or failed.keys() & old.keys())
         generation = int(meta.get(CONTENT_GENERATION_KEY, "0")) + (1 if changed else 0)
         store.set_meta({"root": str(root.resolve()), "indexed_at": str(time.time()),
                         EXTRACTION_VERSION_KEY: EXTRACTION_VERSION,
                         CONTENT_GENERATION_KEY: str(generation)})
     gone = sorted({*gone, *(path for path in failed if path in old)})
     return _report(old, fresh, gone, failed, scanned.skipped, len(current), started)
+
+
+def _renamed_modules(store: Store, files: Iterable[ScannedFile], old: dict[str, FileRecord],
+                     to_parse: list[ScannedFile]) -> set[str]:
+    """Unchanged files whose module name is no longer the one their entities were stored under.
+
+    A module name keeps its extension only while a file of another language shares it, so adding,
+    deleting or re-typing one file can rename a sibling of the same stem without touching it (and an
+    index built before names were made unique is renamed the same way). Only files with such a
+    sibling, in this tree or at the last run, are looked up.
+    """
+    parsing = {f.path for f in to_parse}
+    plain_names = Counter(module_name(path)[1] for path in {*(f.path for f in files), *old, *store.skipped()})
+    candidates = [f for f in files
+                  if f.path in old and f.path not in parsing and plain_names[module_name(f.path)[1]] > 1]
+    stored = store.module_names(f.path for f in candidates)
+    return {f.path for f in candidates if stored.get(f.path, f.module) != f.module}
 
 
 def _resolve_changes(store: Store, new_refs: list[Relationship], names: set[str], replaced: set[str],

@@ -5,11 +5,12 @@ from __future__ import annotations
 import errno
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pathspec
 
+from knowcode.indexing.entity_ids import module_name, modules_named_with_extension
 from knowcode.indexing.languages import detect_language
 
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024  # issue #2: files over 1 MiB are generated or data, not code
@@ -46,12 +47,14 @@ GENERATED_PATTERNS = pathspec.GitIgnoreSpec.from_lines([
 
 @dataclass(frozen=True, slots=True)
 class ScannedFile:
-    """A file to index: root-relative `/` path, detected language, size and modification time."""
+    """A file to index: root-relative `/` path, detected language, size, modification time, and the
+    dotted module name its entities are qualified under (unique across the tree's languages)."""
 
     path: str
     language: str
     size: int
     mtime: float
+    module: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +186,9 @@ def scan(root: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> ScanResult
                 files.append(entry)
             else:
                 skipped.append(entry)
-    files.sort(key=lambda f: f.path)
+    with_extension = modules_named_with_extension((f.path, f.language) for f in files)
+    files = [replace(f, module=module_name(f.path, with_extension=True)[1]) if f.path in with_extension else f
+             for f in sorted(files, key=lambda f: f.path)]
     skipped.sort(key=lambda f: f.path)
     return ScanResult(tuple(files), tuple(skipped))
 
@@ -226,7 +231,7 @@ def _check_file(root: Path, path: Path, rel: str, max_file_bytes: int) -> Scanne
             language = detect_language(rel, first_line) or "text"
     except OSError as err:
         return SkippedFile(rel, f"unreadable: {err.strerror or err}")
-    return ScannedFile(rel, language, stat.st_size, stat.st_mtime)
+    return ScannedFile(rel, language, stat.st_size, stat.st_mtime, module_name(rel)[1])
 
 
 def is_ignored(root: Path, rel_path: str, is_dir: bool = False) -> bool:

@@ -432,6 +432,16 @@ def test_extension_wins_over_shebang(tmp_path: Path) -> None:
     assert languages(scan(tmp_path)) == {"tool.rb": "ruby"}
 
 
+# --- module names ---------------------------------------------------------------------------------
+
+
+def test_module_names_keep_the_extension_only_when_languages_collide(tmp_path: Path) -> None:
+    write(tmp_path, {"bad.py": "", "bad.lua": "", "pkg/mod.py": "", "util.h": "", "util.cpp": ""})
+    assert {f.path: f.module for f in scan(tmp_path).files} == {
+        "bad.lua": "bad_lua", "bad.py": "bad_py", "pkg/mod.py": "pkg.mod",
+        "util.cpp": "util", "util.h": "util"}
+
+
 # --- result shape ---------------------------------------------------------------------------------
 
 
