@@ -312,13 +312,15 @@ class KnowCode:
             store.close()
 
     def stats(self) -> IndexStats:
-        """Totals of the index: files, languages, entities, relationships, chunks, unresolved refs."""
+        """Totals of the index (files, languages, entities, relationships, chunks), and what was left out."""
         with self._reading() as store:
             counts = store.counts()
             meta = store.meta()
+            skipped = store.skipped()
         indexed_at = meta.get("indexed_at")
         return IndexStats(root=str(self.root), store=str(self.store_dir),
-                          indexed_at=float(indexed_at) if indexed_at else None, **counts)  # type: ignore[arg-type]
+                          indexed_at=float(indexed_at) if indexed_at else None, skipped=skipped,
+                          **counts)  # type: ignore[arg-type]
 
     def trace_calls(self, target: str, direction: TraceDirection | str = "both", depth: int = 2) -> CallTrace:
         """The call graph around an entity: its callers, its callees, or both.

@@ -126,6 +126,7 @@ class IndexStats:
     chunks: int
     unresolved_references: int
     skipped_files: int
+    skipped: dict[str, str]  # path -> why the last run left it out (scanner or parser)
 
 
 class RetrievalMode(str, Enum):

@@ -36,7 +36,7 @@ def confine_target(root: Path, target: str) -> str:
     :param target: an entity id, a name, or ``path[:line]`` (root-relative, or absolute inside the root).
     :return: the target, its path root-relative with `/` separators.
     :raises ValueError: the path leads outside the root (``..``, an absolute path elsewhere, a
-        symbolic link out) or is malformed.
+        symbolic link out), cannot be resolved (a symlink loop) or is malformed.
     """
     if not looks_like_path(target):
         return target.strip()
@@ -44,8 +44,11 @@ def confine_target(root: Path, target: str) -> str:
     base = root.resolve()
     if Path(path).is_absolute():
         try:
-            path = Path(path).resolve().relative_to(base).as_posix()
-        except ValueError:
-            raise ValueError(f"the path {path!r} is outside the repository {base}") from None
+            resolved = Path(path).resolve()
+        except (RuntimeError, OSError):  # Python < 3.13 raises RuntimeError on a symlink loop
+            raise ValueError(f"the path {path!r} cannot be followed (a symlink loop)") from None
+        if not resolved.is_relative_to(base):
+            raise ValueError(f"the path {path!r} is outside the repository {base}")
+        path = resolved.relative_to(base).as_posix()
     relative = confine_path(base, path).relative_to(base).as_posix()
     return relative if line is None else f"{relative}:{line}"

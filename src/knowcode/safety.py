@@ -42,7 +42,7 @@ def confine_path(root: Path, relative: str) -> Path:
     :param relative: a ``/``-separated path relative to the root, as the index stores paths.
     :return: the resolved path, inside the root.
     :raises ValueError: an empty or absolute path, a ``..`` part, a NUL, a backslash or drive, or a
-        path that resolves outside the root through a symlink.
+        path that resolves outside the root through a symlink or cannot be resolved (a loop).
     """
     if not relative or "\x00" in relative:
         raise ValueError("the path is empty or holds a NUL character")
@@ -51,7 +51,10 @@ def confine_path(root: Path, relative: str) -> Path:
     if ".." in PurePosixPath(relative).parts:
         raise ValueError(f"the path {relative!r} leaves the repository ('..' is not allowed)")
     base = root.resolve()
-    resolved = (base / relative).resolve()
+    try:
+        resolved = (base / relative).resolve()
+    except (RuntimeError, OSError):  # Python < 3.13 raises RuntimeError on a symlink loop
+        raise ValueError(f"the path {relative!r} cannot be followed (a symlink loop)") from None
     if not resolved.is_relative_to(base):
         raise ValueError(f"the path {relative!r} resolves outside the repository (a symlink out)")
     return resolved

@@ -100,3 +100,44 @@ def test_touched_file_with_same_content_is_not_reported_changed(sample_repo: Pat
     report = _index(sample_repo, tmp_path / "store")
     assert report.changed == ()
     assert _snapshot(tmp_path / "store") == before
+
+
+def test_unchanged_files_re_resolve_when_as_many_files_were_deleted_as_kept(tmp_path: Path) -> None:
+    # One caller kept, one file edited, two deleted: the kept caller's call must now resolve.
+    root = write_tree(tmp_path / "repo", {
+        "caller.py": "from lib import helper\n\n\ndef run():\n    return helper()\n",
+        "lib.py": "X = 1\n", "old_a.py": "A = 1\n", "old_b.py": "B = 1\n"})
+    _index(root, tmp_path / "incremental")
+    (root / "lib.py").write_text("def helper():\n    return 1\n")
+    (root / "old_a.py").unlink()
+    (root / "old_b.py").unlink()
+    _index(root, tmp_path / "incremental")
+    _index(root, tmp_path / "scratch")
+    assert _snapshot(tmp_path / "incremental") == _snapshot(tmp_path / "scratch")
+
+
+def test_a_same_stem_file_of_another_language_renames_its_sibling_and_back(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", {
+        "bad.py": "def helper():\n    return 1\n",
+        "main.py": "from bad import helper\n\n\ndef run():\n    return helper()\n"})
+
+    def qualified_names(store_dir: Path) -> set[str]:
+        store = Store.open(store_dir, create=False)
+        try:
+            return {e.qualified_name for e in store.entities() if e.name == "helper"}
+        finally:
+            store.close()
+
+    _index(root, tmp_path / "incremental")
+    (root / "bad.lua").write_text("local function helper()\n  return 1\nend\n")
+    report = _index(root, tmp_path / "incremental")
+    assert (report.added, report.changed) == (("bad.lua",), ())  # bad.py itself did not change
+    assert qualified_names(tmp_path / "incremental") == {"bad_py.helper", "bad_lua.helper"}
+    _index(root, tmp_path / "scratch")
+    assert _snapshot(tmp_path / "incremental") == _snapshot(tmp_path / "scratch")
+    (root / "bad.lua").unlink()
+    _index(root, tmp_path / "incremental")
+    assert qualified_names(tmp_path / "incremental") == {"bad.helper"}
+    shutil.rmtree(tmp_path / "scratch")
+    _index(root, tmp_path / "scratch")
+    assert _snapshot(tmp_path / "incremental") == _snapshot(tmp_path / "scratch")

@@ -167,12 +167,13 @@ def test_stats_positional_path(runner: CliRunner, repo: Path, store: Path) -> No
     assert data["root"] == str(repo.resolve())
 
 
-def test_stats_counts_skipped_files(runner: CliRunner, repo: Path, store: Path) -> None:
+def test_stats_counts_and_lists_skipped_files(runner: CliRunner, repo: Path, store: Path) -> None:
     (repo / ".env").write_text("TOKEN=x\n")
     (repo / "blob.bin").write_bytes(b"\x00\x01\x02")
     data = run_json(runner, "stats", "--repo", repo, "--store", store, "--json")
     assert data["files"] == 2
     assert data["skipped_files"] == 2
+    assert data["skipped"] == {".env": "looks like a secret", "blob.bin": "binary"}  # what `index` points to
 
 
 def test_stats_text_output(runner: CliRunner, repo: Path, store: Path) -> None:

@@ -50,3 +50,14 @@ def test_paths_out_of_the_root_are_refused(tmp_path: Path, target: str) -> None:
     (root / "link").symlink_to(outside, target_is_directory=True)
     with pytest.raises(ValueError, match=r"repository|relative"):
         confine_target(root, target)
+
+
+@pytest.mark.parametrize("target", ["./a", "b/c.py:3", "./self.py", "ABSOLUTE/a:1"])
+def test_symlink_loops_are_refused_as_bad_input(tmp_path: Path, target: str) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "a").symlink_to("b")
+    (root / "b").symlink_to("a")
+    (root / "self.py").symlink_to("self.py")
+    with pytest.raises(ValueError, match="symlink loop"):  # a ValueError, not pathlib's RuntimeError
+        confine_target(root, target.replace("ABSOLUTE", str(root)))

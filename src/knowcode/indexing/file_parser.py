@@ -42,9 +42,9 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _plain_text(path: str, language: str, text: str, line_count: int) -> ParsedSource:
+def _plain_text(path: str, language: str, text: str, line_count: int, dotted: str) -> ParsedSource:
     """A file without a grammar is one module, split into windows at paragraph breaks."""
-    name, dotted = module_name(path)
+    name = module_name(path)[0]
     module = Entity(stable_id(path, dotted, "0"), path, EntityKind.MODULE, name, dotted, None, 1,
                     max(1, line_count), "", "", language)
     lines = text.split("\n")
@@ -75,9 +75,9 @@ def parse_file(root: Path, scanned: ScannedFile) -> ParsedFile | FileFailure:
     spec = spec_for(scanned.language)
     try:
         if spec is None:
-            parsed = _plain_text(scanned.path, scanned.language, text, line_count)
+            parsed = _plain_text(scanned.path, scanned.language, text, line_count, scanned.module)
         else:
-            parsed = parse_source(scanned.path, scanned.language, data, spec)
+            parsed = parse_source(scanned.path, scanned.language, data, spec, scanned.module)
         chunks = chunk_file(scanned.path, text, parsed.entities, parsed.split_lines)
     except Exception as err:  # one bad file must never stop the run; it is reported instead
         return FileFailure(scanned.path, f"parser error: {type(err).__name__}: {err}")

@@ -9,21 +9,20 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import partial
-from multiprocessing import get_all_start_methods, get_context
-from multiprocessing.context import BaseContext
 from pathlib import Path
 
+from knowcode.indexing.entity_ids import module_name
 from knowcode.indexing.file_parser import FileFailure, ParsedFile, parse_file
 from knowcode.indexing.graph_builder import SymbolTable, lookup_names, resolve
 from knowcode.indexing.scanner import ScannedFile, SkippedFile, scan
 from knowcode.indexing.tokenizer import TOKENIZER_VERSION
+from knowcode.indexing.workers import worker_pool
 from knowcode.models import FileRecord, RelationKind, Relationship
 from knowcode.progress import Phase, ProgressCallback, no_progress
 from knowcode.storage.store import Store
@@ -59,25 +58,6 @@ class IndexReport:
     seconds: float = 0.0
 
 
-def _worker_context() -> BaseContext:
-    """A forkserver that has imported the parsers once; workers fork from it, not from us.
-
-    Forking this process would copy the state of its threads (a progress bar's, a server's, the
-    Rust thread pool of the embedding tokenizer) into the workers and can hang or kill them.
-    """
-    if "forkserver" not in get_all_start_methods():
-        return get_context("spawn")
-    context = get_context("forkserver")
-    context.set_forkserver_preload([parse_file.__module__])
-    return context
-
-
-def _init_worker() -> None:
-    """Leave Ctrl-C to the parent: a terminal sends SIGINT to the whole process group, and the parent
-    stops the pool and rolls back; a worker's own KeyboardInterrupt would only print a traceback."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def _parse_all(root: Path, files: list[ScannedFile], workers: int,
                progress: ProgressCallback) -> Iterator[ParsedFile | FileFailure]:
     task = partial(parse_file, root)
@@ -87,17 +67,15 @@ def _parse_all(root: Path, files: list[ScannedFile], workers: int,
     if workers > 1 and len(files) >= PARALLEL_MIN_FILES:
         # Workers re-import the caller's main module (as with any spawned process), so a script
         # without an `if __name__ == "__main__":` guard breaks the pool: finish serially then.
-        executor = ProcessPoolExecutor(workers, mp_context=_worker_context(), initializer=_init_worker)
-        try:
-            for result in executor.map(task, files, chunksize=PARSE_CHUNKSIZE):
-                done += 1
-                progress(Phase.PARSE, done, len(files))
-                yield result
-            return
-        except BrokenProcessPool as err:
-            logger.warning("parser workers failed (%s); parsing the remaining files in this process", err)
-        finally:
-            executor.shutdown(cancel_futures=True)
+        with worker_pool(workers, preload=[parse_file.__module__]) as executor:
+            try:
+                for result in executor.map(task, files, chunksize=PARSE_CHUNKSIZE):
+                    done += 1
+                    progress(Phase.PARSE, done, len(files))
+                    yield result
+                return
+            except BrokenProcessPool as err:
+                logger.warning("parser workers failed (%s); parsing the remaining files in this process", err)
     for scanned in files[done:]:
         result = task(scanned)
         done += 1
@@ -135,6 +113,8 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
     current = {f.path: f for f in scanned.files}
     to_parse = [f for f in scanned.files
                 if f.path not in old or (old[f.path].size, old[f.path].mtime) != (f.size, f.mtime)]
+    renamed_modules = _renamed_modules(store, scanned.files, old, to_parse)
+    to_parse.extend(f for f in scanned.files if f.path in renamed_modules)
     gone = sorted(set(old) - set(current))
     fresh: list[ParsedFile] = []
     failed: dict[str, str] = {}
@@ -153,17 +133,19 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
                 continue
             store.insert([outcome.record], outcome.entities, outcome.chunks)
             references.extend(outcome.references)
-            if path not in old or old[path].content_hash != outcome.record.content_hash:
+            content_changed = path not in old or old[path].content_hash != outcome.record.content_hash
+            if content_changed:
                 fresh.append(outcome)
+            if content_changed or path in renamed_modules:  # new ids: what referred to them re-resolves
                 names.update(old_names.get(path, ()))
                 names.update(e.name for e in outcome.entities)
         replaced = {*gone, *(f.path for f in to_parse)}
         if replaced:
             progress(Phase.RESOLVE, 0, None)
-        linked = _resolve_changes(store, references, names, replaced, len(current) > len(replaced))
+        linked = _resolve_changes(store, references, names, replaced, bool(current.keys() - replaced))
         store.replace_skipped({**{s.path: s.reason for s in scanned.skipped}, **failed})
         meta = store.meta()
-        changed = bool(fresh or gone or stale or failed.keys() & old.keys())
+        changed = bool(fresh or gone or stale or renamed_modules or failed.keys() & old.keys())
         generation = int(meta.get(CONTENT_GENERATION_KEY, "0")) + (1 if changed else 0)
         store.set_meta({"root": str(root.resolve()), "indexed_at": str(time.time()),
                         EXTRACTION_VERSION_KEY: EXTRACTION_VERSION,
@@ -172,6 +154,23 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
         progress(Phase.RESOLVE, linked, linked)
     gone = sorted({*gone, *(path for path in failed if path in old)})
     return _report(old, fresh, gone, failed, scanned.skipped, len(current), started)
+
+
+def _renamed_modules(store: Store, files: Iterable[ScannedFile], old: dict[str, FileRecord],
+                     to_parse: list[ScannedFile]) -> set[str]:
+    """Unchanged files whose module name is no longer the one their entities were stored under.
+
+    A module name keeps its extension only while a file of another language shares it, so adding,
+    deleting or re-typing one file can rename a sibling of the same stem without touching it (and an
+    index built before names were made unique is renamed the same way). Only files with such a
+    sibling, in this tree or at the last run, are looked up.
+    """
+    parsing = {f.path for f in to_parse}
+    plain_names = Counter(module_name(path)[1] for path in {*(f.path for f in files), *old, *store.skipped()})
+    candidates = [f for f in files
+                  if f.path in old and f.path not in parsing and plain_names[module_name(f.path)[1]] > 1]
+    stored = store.module_names(f.path for f in candidates)
+    return {f.path for f in candidates if stored.get(f.path, f.module) != f.module}
 
 
 def _resolve_changes(store: Store, new_refs: list[Relationship], names: set[str], replaced: set[str],

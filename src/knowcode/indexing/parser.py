@@ -173,19 +173,22 @@ def _through_receiver(definition: _Definition) -> bool:
     return False
 
 
-def parse_source(path: str, language: str, source: bytes, spec: LanguageSpec) -> ParsedSource:
+def parse_source(path: str, language: str, source: bytes, spec: LanguageSpec,
+                 dotted_name: str | None = None) -> ParsedSource:
     """Parse one file into its module entity, nested definitions and unresolved references.
 
     :param path: root-relative path with `/` separators.
     :param language: the language name recorded on every entity.
     :param source: the file's bytes (valid UTF-8).
     :param spec: the language's parsing spec.
+    :param dotted_name: the module's dotted name as the scanner chose it; default: from the path.
     :return: entities in source order (module first), references, and split lines per entity.
     """
     parser, query = _compiled(spec)
     tree = parser.parse(source)
     matches = QueryCursor(query).matches(tree.root_node)
     name, dotted = module_name(path)
+    dotted = dotted_name or dotted
     line_count = source.count(b"\n") + (0 if source.endswith(b"\n") else 1)
     module = Entity(id=stable_id(path, dotted, "0"), path=path, kind=EntityKind.MODULE, name=name,
                     qualified_name=dotted, parent_id=None, start_line=1,

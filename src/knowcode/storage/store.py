@@ -161,6 +161,12 @@ class Store:
             found.setdefault(path, set()).add(name)
         return found
 
+    def module_names(self, paths: Iterable[str]) -> dict[str, str]:
+        """The qualified name each of the given files' module entity is stored under."""
+        rows = self._select_in("SELECT path, qualified_name FROM entities WHERE kind = 'module' AND path IN",
+                               paths, tuple)
+        return dict(rows)
+
     def entities_named(self, names: Iterable[str]) -> list[Entity]:
         """The entities whose short name is one of `names`."""
         return self._select_in(f"SELECT {_ENTITY_COLUMNS} FROM entities WHERE name IN", names, _entity)

@@ -1,12 +1,16 @@
-"""Scanner: ignore files, pruned folders, symlinks, binaries, size limit, secrets, language detection."""
+"""Scanner: ignore files, pruned folders, symlinks, binaries, size limit, secrets, language detection,
+and hostile trees (symlink loops, dangling links, unreadable files and folders, deep nesting, odd names)."""
 
 from __future__ import annotations
 
+import errno
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from knowcode.indexing import scanner
 from knowcode.indexing.languages import GRAMMARS
 from knowcode.indexing.scanner import ScanResult, scan
 
@@ -184,6 +188,168 @@ def test_root_given_through_a_symlink_is_resolved(tmp_path: Path) -> None:
     assert paths(scan(link)) == ["a.py"]
 
 
+def test_symlink_loops_are_skipped_not_fatal(tmp_path: Path) -> None:
+    root = write(tmp_path / "repo", {"main.py": "x = 1\n"})
+    (root / "a").symlink_to("b")
+    (root / "b").symlink_to("a")
+    (root / "self").symlink_to("self")
+    (root / "sub").mkdir()
+    (root / "sub" / "loop.py").symlink_to("loop.py")
+    result = scan(root)
+    assert paths(result) == ["main.py"]
+    assert skipped(result) == {"a": "symlink loop", "b": "symlink loop", "self": "symlink loop",
+                               "sub/loop.py": "symlink loop"}
+
+
+def test_dangling_symlink_is_skipped(tmp_path: Path) -> None:
+    root = write(tmp_path / "repo", {"main.py": "x = 1\n"})
+    (root / "gone.py").symlink_to("missing.py")
+    (root / "far.py").symlink_to(tmp_path / "nowhere" / "x.py")
+    assert skipped(scan(root)) == {"far.py": "broken symlink (its target does not exist)",
+                                   "gone.py": "broken symlink (its target does not exist)"}
+
+
+def test_chain_of_links_leaving_the_root_is_skipped(tmp_path: Path) -> None:
+    outside = write(tmp_path / "outside", {"secret.py": "TOKEN = 'x'\n"})
+    root = write(tmp_path / "repo", {"main.py": "x = 1\n"})
+    (root / "hop.py").symlink_to(outside / "secret.py")
+    (root / "first.py").symlink_to("hop.py")  # inside the root, but the chain ends outside
+    (root / "up.py").symlink_to("../outside/secret.py")
+    result = scan(root)
+    assert paths(result) == ["main.py"]
+    assert skipped(result) == {"first.py": "symlink outside the root", "hop.py": "symlink outside the root",
+                               "up.py": "symlink outside the root"}
+
+
+@pytest.mark.parametrize("target", [".env", "node_modules/lib.js", "ignored.py", "conf/id_rsa"])
+def test_symlink_to_a_file_the_scan_leaves_out_is_skipped(tmp_path: Path, target: str) -> None:
+    root = write(tmp_path / "repo", {".gitignore": "ignored.py\n", target: "SECRET = 1\n", "main.py": ""})
+    (root / "alias.py").symlink_to(root / target)
+    result = scan(root)
+    assert "alias.py" not in paths(result)
+    assert skipped(result)["alias.py"] == "symlink to a file that is left out"
+
+
+def _reads_can_be_denied(tmp_path: Path) -> bool:
+    """Whether chmod 000 stops this process reading a file (not as root, not on every filesystem)."""
+    probe = tmp_path / "probe"
+    probe.write_text("x")
+    probe.chmod(0)
+    try:
+        probe.read_bytes()
+    except PermissionError:
+        return True
+    finally:
+        probe.chmod(0o600)
+    return False
+
+
+@pytest.fixture
+def restore_modes(tmp_path: Path) -> Iterator[list[Path]]:
+    """Paths a test made unreadable; their modes are restored so tmp_path can be removed."""
+    locked: list[Path] = []
+    yield locked
+    for path in locked:
+        path.chmod(0o700)
+
+
+def test_unreadable_file_and_folders_with_real_permissions(tmp_path: Path, restore_modes: list[Path]) -> None:
+    if not _reads_can_be_denied(tmp_path):
+        pytest.skip("chmod does not deny reads here (running as root?); the simulated tests cover it")
+    root = write(tmp_path / "repo", {"main.py": "x = 1\n", "blob.dat": "data\n", "locked/in.py": "y = 1\n",
+                                     "nolookup/.gitignore": "*.log\n", "nolookup/in.py": "z = 1\n"})
+    for name, mode in (("blob.dat", 0), ("locked", 0), ("nolookup", 0o600)):  # 600: list, no lookup
+        (root / name).chmod(mode)
+        restore_modes.append(root / name)
+    result = scan(root)
+    assert paths(result) == ["main.py"]
+    assert skipped(result) == {"blob.dat": "unreadable: Permission denied",
+                               "locked": "unreadable folder: Permission denied",
+                               "nolookup/in.py": "unreadable: Permission denied"}
+
+
+def test_folder_that_cannot_be_listed_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = write(tmp_path / "repo", {"main.py": "x = 1\n", "locked/in.py": "y = 1\n"}).resolve()
+    real_scandir = os.scandir
+
+    def scandir(path: str) -> object:  # what os.walk meets in a folder without read permission
+        if Path(path) == root / "locked":
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    result = scan(root)
+    assert paths(result) == ["main.py"]
+    assert skipped(result) == {"locked": "unreadable folder: Permission denied"}
+
+
+def test_file_that_cannot_be_read_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, {"main.py": "x = 1\n", "blob.dat": "data\n"})
+
+    def sniff(path: Path) -> tuple[bool, str]:  # only a file of unknown type is opened by the scan
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    monkeypatch.setattr(scanner, "_sniff", sniff)
+    result = scan(tmp_path)
+    assert paths(result) == ["main.py"]
+    assert skipped(result) == {"blob.dat": "unreadable: Permission denied"}
+
+
+# --- deep nesting and odd names -------------------------------------------------------------------
+
+
+def test_200_level_nesting_is_indexed(tmp_path: Path) -> None:
+    deep = "/".join(["d"] * 200)
+    write(tmp_path, {f"{deep}/leaf.py": "x = 1\n", "top.py": ""})
+    assert paths(scan(tmp_path)) == [f"{deep}/leaf.py", "top.py"]
+
+
+def test_folders_beyond_the_depth_limit_are_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scanner, "MAX_FOLDER_DEPTH", 3)
+    write(tmp_path, {"a/b/c/ok.py": "", "a/b/c/d/too_deep.py": ""})
+    result = scan(tmp_path)
+    assert paths(result) == ["a/b/c/ok.py"]
+    assert skipped(result) == {"a/b/c/d": "nested deeper than 3 folders"}
+
+
+def test_names_with_control_characters_are_skipped_and_shown_escaped(tmp_path: Path) -> None:
+    write(tmp_path, {"odd\nname.py": "x = 1\n", "tab\there.py": "", "new\nline/in.py": "", "ok.py": ""})
+    result = scan(tmp_path)
+    assert paths(result) == ["ok.py"]
+    assert skipped(result) == {"new\\x0aline": "name holds a control character",
+                               "odd\\x0aname.py": "name holds a control character",
+                               "tab\\x09here.py": "name holds a control character"}
+
+
+def test_names_that_are_not_utf8_are_skipped_and_shown_escaped(tmp_path: Path) -> None:
+    base = os.fsencode(tmp_path)
+    try:
+        (Path(os.fsdecode(base + b"/bad\xffname.py"))).write_text("x = 1\n")
+        os.mkdir(base + b"/dir\xfe")
+    except OSError:
+        pytest.skip("this filesystem refuses names that are not UTF-8 (macOS)")
+    write(tmp_path, {"dir\udcfe/in.py": "", "caf\u00e9.py": "", "\u65e5\u672c.py": ""})
+    result = scan(tmp_path)
+    assert paths(result) == ["caf\u00e9.py", "\u65e5\u672c.py"]  # any valid UTF-8 name is fine
+    assert skipped(result) == {"bad\\xffname.py": "name is not valid UTF-8",
+                               "dir\\xfe": "name is not valid UTF-8"}
+
+
+def test_every_hostile_entry_at_once(tmp_path: Path) -> None:
+    """The kinds of bad entries together: the scan completes and reports each one."""
+    root = write(tmp_path / "repo", {"main.py": "x = 1\n", "odd\nname.py": ""})
+    (root / "a").symlink_to("b")
+    (root / "b").symlink_to("a")
+    (root / "x").symlink_to("x")
+    (root / "dangling.py").symlink_to("nowhere.py")
+    (root / "out").symlink_to(tmp_path, target_is_directory=True)
+    (root / "out.py").symlink_to(tmp_path / "repo" / ".." / "elsewhere.py")
+    (tmp_path / "elsewhere.py").write_text("y = 2\n")
+    result = scan(root)
+    assert paths(result) == ["main.py"]
+    assert set(skipped(result)) == {"a", "b", "x", "dangling.py", "out", "out.py", "odd\\x0aname.py"}
+
+
 # --- binary, size, secrets, generated -------------------------------------------------------------
 
 
@@ -264,6 +430,16 @@ def test_bash_shebang(tmp_path: Path) -> None:
 def test_extension_wins_over_shebang(tmp_path: Path) -> None:
     write(tmp_path, {"tool.rb": "#!/usr/bin/env python3\nputs 1\n"})
     assert languages(scan(tmp_path)) == {"tool.rb": "ruby"}
+
+
+# --- module names ---------------------------------------------------------------------------------
+
+
+def test_module_names_keep_the_extension_only_when_languages_collide(tmp_path: Path) -> None:
+    write(tmp_path, {"bad.py": "", "bad.lua": "", "pkg/mod.py": "", "util.h": "", "util.cpp": ""})
+    assert {f.path: f.module for f in scan(tmp_path).files} == {
+        "bad.lua": "bad_lua", "bad.py": "bad_py", "pkg/mod.py": "pkg.mod",
+        "util.cpp": "util", "util.h": "util"}
 
 
 # --- result shape ---------------------------------------------------------------------------------

@@ -1,0 +1,45 @@
+"""Parser worker pool: tasks run, workers end normally at shutdown, and a worker whose liveness pipe
+closes (its indexing process died) exits by itself. A real kill -9 is in tests/e2e/test_worker_exit.py."""
+
+from __future__ import annotations
+
+import os
+import time
+from multiprocessing.connection import Connection
+
+from knowcode.indexing.workers import PARENT_GONE_EXIT_CODE, _worker_context, exit_with_parent, worker_pool
+
+EXIT_SECONDS = 10.0  # a spawned interpreter on a busy machine
+
+
+def _watch_then_wait(alive: Connection) -> None:
+    """A process body that only waits, so only the watcher can end it."""
+    exit_with_parent(alive)
+    time.sleep(EXIT_SECONDS * 2)
+
+
+def test_pool_runs_tasks_and_its_workers_exit_normally() -> None:
+    with worker_pool(2, preload=[]) as pool:
+        assert list(pool.map(abs, [-1, -2, 3])) == [1, 2, 3]
+        assert pool.submit(os.getpid).result() != os.getpid()
+        workers = list(pool._processes.values())  # the executor's own record of its processes
+    assert workers
+    assert [worker.exitcode for worker in workers] == [0] * len(workers)  # shut down, not killed by the watch
+
+
+def test_a_worker_exits_when_its_liveness_pipe_closes() -> None:
+    context = _worker_context([])
+    alive_r, alive_w = context.Pipe(duplex=False)
+    worker = context.Process(target=_watch_then_wait, args=(alive_r,))
+    worker.start()
+    try:
+        time.sleep(0.2)
+        assert worker.is_alive()
+        alive_w.close()  # what the death of the indexing process does
+        worker.join(EXIT_SECONDS)
+        assert worker.exitcode == PARENT_GONE_EXIT_CODE
+    finally:
+        if worker.is_alive():
+            worker.kill()
+            worker.join()
+        alive_r.close()
