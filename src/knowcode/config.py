@@ -21,6 +21,7 @@ from knowcode.indexing.scanner import DEFAULT_MAX_FILE_BYTES
 from knowcode.retrieval.hybrid_index import DEFAULT_HYBRID_ALPHA
 from knowcode.retrieval.reranker import DEFAULT_TOP_K_MULTIPLIER, RankingSignals
 from knowcode.retrieval.sparse import BM25_B, BM25_K1
+from knowcode.storage.lock import DEFAULT_LOCK_TIMEOUT_SECONDS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -91,6 +92,8 @@ class AppConfig:
 
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # scanner: larger files are skipped
     parse_workers: int = 0  # processes that parse files; 0 means one per CPU core
+    # how long an indexing run waits for another run on the same store to finish before it gives up
+    index_lock_timeout_seconds: float = DEFAULT_LOCK_TIMEOUT_SECONDS
     hybrid_alpha: float = DEFAULT_HYBRID_ALPHA  # spec: Hybrid fusion — weight of the dense leg
     bm25_k1: float = BM25_K1  # sparse leg saturation
     bm25_b: float = BM25_B  # sparse leg length normalisation
@@ -107,6 +110,11 @@ class AppConfig:
     ranking: RankingSignals = field(default_factory=RankingSignals)  # [ranking] table: signal factors
     token_encoding: str = DEFAULT_ENCODING  # context budgets are counted in this encoding (offline cl100k)
     llm: LLMConfig = field(default_factory=LLMConfig)  # [llm] table: answering and its models
+
+    def __post_init__(self) -> None:
+        timeout = self.index_lock_timeout_seconds
+        if timeout < 0:
+            raise ValueError(f"index_lock_timeout_seconds must be >= 0 (0: do not wait), not {timeout}")
 
 
 def _read_table(path: Path, table: tuple[str, ...]) -> dict[str, Any]:
