@@ -17,7 +17,7 @@ from knowcode.storage.lock import writer_lock
 from tests.conftest import write_tree
 
 PROCESSES = 3
-MODULES = 300  # enough files that the runs overlap: each parses for a good part of a second
+MODULES = 150  # enough files that the runs overlap: each parses for a good part of a second
 RUN_TIMEOUT_SECONDS = 300
 
 
