@@ -5,8 +5,8 @@ A plain ASGI middleware, so it sees every request (the OpenAPI document and unkn
 can refuse one before its body is read. The Host and Origin checks keep web pages out: a page on
 another site can send requests to a loopback server (a cross-origin "simple" request, or its own name
 resolved to 127.0.0.1 by DNS rebinding) but cannot choose the Host and Origin the browser sends, nor
-send JSON without a Content-Type the server then checks. The MCP SDK's HTTP transport refuses the
-same requests with the same statuses (421, 403).
+send JSON without a Content-Type the server then checks. The MCP SDK's HTTP transport refuses a
+foreign Host and Origin with the same statuses (421, 403).
 """
 
 from __future__ import annotations
