@@ -11,7 +11,9 @@ complete indexing run finished, RFC 3339 UTC) and ``X-KnowCode-Files-Changed`` (
 size or mtime on disk differ from the index, or that are gone; new files are not counted), checked at
 most every :data:`FRESHNESS_TTL_SECONDS`.
 
-Errors are ``{"error": {"code": ..., "message": ...}}`` with a code from :class:`ErrorCode`.
+Every request first passes :class:`~knowcode.api_guard.RequestGuard` (Host, Origin, bearer token,
+JSON Content-Type, body size). Errors are ``{"error": {"code": ..., "message": ...}}`` with a code from
+:class:`ErrorCode`; each route's OpenAPI entry declares the ones it can send.
 """
 
 from __future__ import annotations
@@ -24,62 +26,46 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
-from enum import Enum
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
-from fastapi import Depends, FastAPI, Path, Query
+from fastapi import Depends, FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 
 from knowcode import __version__, render
-from knowcode.analysis.call_graph import MAX_DEPTH
-from knowcode.analysis.context_synthesizer import MAX_MAX_TOKENS, MIN_MAX_TOKENS
 from knowcode.analysis.signals import changed_since_index
-from knowcode.api_guard import MAX_BODY_BYTES, RequestGuard, error_body
+from knowcode.api_guard import MAX_BODY_BYTES, HostPolicy, RequestGuard, error_body
+from knowcode.api_schema import (
+    CODE_OF_STATUS,
+    GET_ERRORS,
+    MAX_QUERY_CHARS,
+    MAX_TARGET_CHARS,
+    POST_ERRORS,
+    AskQuery,
+    ContextQuery,
+    Depth,
+    EntityRef,
+    ErrorCode,
+    Limit,
+    SearchText,
+    Target,
+    publish_only_sent_errors,
+)
 from knowcode.engine import KnowCode
 from knowcode.errors import KnowCodeError, StoreError
-from knowcode.models import Answer, TaskType, TraceDirection, Verbosity
+from knowcode.models import Answer, TraceDirection
 from knowcode.safety import check_text
 from knowcode.storage import Store
 
 API_PREFIX = "/api/v1"
-MAX_QUERY_CHARS = 2_000  # a question, not a document: longer text is almost certainly a mistake
-MAX_TARGET_CHARS = 512  # an entity id, a qualified name or a path:line
-MAX_HTTP_LIMIT = 100  # hits or entities per request over HTTP (the Python API allows 1000)
 FRESHNESS_TTL_SECONDS = 1.0  # how long a files-changed count is reused before the files are stat'ed again
 INDEXED_AT_HEADER = "X-KnowCode-Indexed-At"
 FILES_CHANGED_HEADER = "X-KnowCode-Files-Changed"
-TASK_TYPE_CHOICES = ("auto", *(task.value for task in TaskType))  # `task_type` values; auto: classify
-
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-class ErrorCode(str, Enum):
-    """The stable `error.code` values, each with its HTTP status."""
-
-    BAD_REQUEST = "bad_request"
-    UNAUTHORIZED = "unauthorized"
-    NOT_FOUND = "not_found"
-    METHOD_NOT_ALLOWED = "method_not_allowed"
-    PAYLOAD_TOO_LARGE = "payload_too_large"
-    INTERNAL = "internal"
-    UNAVAILABLE = "unavailable"  # the index cannot be read (missing, newer schema, locked)
-
-    @property
-    def status(self) -> int:
-        """The HTTP status sent with this code."""
-        return _STATUS[self]
-
-
-_STATUS = {ErrorCode.BAD_REQUEST: 400, ErrorCode.UNAUTHORIZED: 401, ErrorCode.NOT_FOUND: 404,
-           ErrorCode.METHOD_NOT_ALLOWED: 405, ErrorCode.PAYLOAD_TOO_LARGE: 413, ErrorCode.INTERNAL: 500,
-           ErrorCode.UNAVAILABLE: 503}
-_CODE_OF_STATUS = {status: code for code, status in _STATUS.items()}
 
 
 class ApiError(Exception):
@@ -186,44 +172,6 @@ class Service:
         return render.index_report_json(report)
 
 
-class ContextQuery(BaseModel):
-    """The body of ``POST /context/query``: the facade's `context` arguments."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS,
-                       description='The question, words, an identifier or a "quoted exact name".')
-    max_tokens: int = Field(6000, ge=MIN_MAX_TOKENS, le=MAX_MAX_TOKENS, description="Token budget.")
-    task_type: str = Field("auto", description="auto (classify the query) or a task type.",
-                           json_schema_extra={"enum": [*TASK_TYPE_CHOICES]})
-    verbosity: Verbosity = Field(Verbosity.MINIMAL, description="Which fields the bundle carries.")
-    limit_entities: int = Field(3, ge=1, le=MAX_HTTP_LIMIT, description="Ranked entities wanted.")
-    expand_deps: bool = Field(True, description="Add the entities' 1-hop callees after them.")
-
-
-class AskQuery(BaseModel):
-    """The body of ``POST /ask``: the facade's `ask` arguments."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The question.")
-    task_type: str = Field("auto", description="auto (classify the question) or a task type.",
-                           json_schema_extra={"enum": [*TASK_TYPE_CHOICES]})
-
-
-class ErrorDetail(BaseModel):
-    """What went wrong."""
-
-    code: ErrorCode
-    message: str
-
-
-class ErrorResponse(BaseModel):
-    """Every error response."""
-
-    error: ErrorDetail
-
-
 def _json(body: str | dict[str, Any], freshness: Freshness | None = None) -> Response:
     text = body if isinstance(body, str) else json.dumps(body, indent=2, default=str)
     return Response(text, media_type="application/json",
@@ -243,14 +191,6 @@ def _entity_ref(value: str) -> str:
     if not text:
         raise ApiError(ErrorCode.BAD_REQUEST, "the entity is empty: pass an id, a qualified name or a path")
     return text
-
-
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorResponse} for status in (400, 401, 404, 413, 500, 503)}
-_TARGET_HELP = "An entity id, a qualified name, a unique name, or an indexed path[:line] inside the root."
-EntityRef = Annotated[str, Path(min_length=1, max_length=MAX_TARGET_CHARS, description=_TARGET_HELP)]
-Target = Annotated[str, Query(min_length=1, max_length=MAX_TARGET_CHARS, description=_TARGET_HELP)]
-Depth = Annotated[int, Query(ge=1, le=MAX_DEPTH, description="Edges to follow.")]
 
 
 def create_app(engine: KnowCode, *, token: str | None, max_body_bytes: int = MAX_BODY_BYTES,
@@ -282,14 +222,16 @@ def create_app(engine: KnowCode, *, token: str | None, max_body_bytes: int = MAX
 
     app = FastAPI(title="KnowCode", version=__version__, dependencies=security, lifespan=lifespan,
                   description="Ranked code, context bundles and call graphs for one repository.")
-    app.add_middleware(RequestGuard, token=token, max_body_bytes=max_body_bytes)
+    app.add_middleware(RequestGuard, token=token, hosts=HostPolicy.of(engine.config.server.allowed_hosts),
+                       max_body_bytes=max_body_bytes)
     _add_error_handlers(app)
+    publish_only_sent_errors(app)
 
     def run(work: Callable[[KnowCode], str | dict[str, Any]]) -> Response:
         body, freshness = service.call(work)
         return _json(body, freshness)
 
-    @app.get(f"{API_PREFIX}/health", responses=_ERRORS)
+    @app.get(f"{API_PREFIX}/health", responses=GET_ERRORS)
     def health() -> Response:
         """Liveness and index freshness."""
         def work(kc: KnowCode) -> dict[str, Any]:
@@ -300,15 +242,13 @@ def create_app(engine: KnowCode, *, token: str | None, max_body_bytes: int = MAX
         return _json({**body, "indexed_at": freshness.indexed_at,
                       "files_changed_since_index": freshness.files_changed}, freshness)
 
-    @app.get(f"{API_PREFIX}/search", responses=_ERRORS)
-    def search(q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS,
-                                       description='Words, an identifier or a "quoted exact name".')],
-               limit: Annotated[int, Query(ge=1, le=MAX_HTTP_LIMIT)] = 10) -> Response:
+    @app.get(f"{API_PREFIX}/search", responses=GET_ERRORS)
+    def search(q: SearchText, limit: Limit = 10) -> Response:
         """Ranked code: one hit per entity, best first (as `knowcode search --json`)."""
         query = _text(q, "query", MAX_QUERY_CHARS)
         return run(lambda kc: render.search_json(query, kc.search(query, limit=limit)))
 
-    @app.post(f"{API_PREFIX}/context/query", responses=_ERRORS)
+    @app.post(f"{API_PREFIX}/context/query", responses=POST_ERRORS)
     def context_query(request: ContextQuery) -> Response:
         """A token-budgeted context bundle (as `knowcode context --json`)."""
         query = _text(request.query, "query", MAX_QUERY_CHARS)
@@ -321,7 +261,7 @@ def create_app(engine: KnowCode, *, token: str | None, max_body_bytes: int = MAX
 
         return run(work)
 
-    @app.post(f"{API_PREFIX}/ask", responses=_ERRORS)
+    @app.post(f"{API_PREFIX}/ask", responses=POST_ERRORS)
     def ask(request: AskQuery) -> Response:
         """An answer with its route and sources (as `knowcode ask --json`): local from the index when
         verified, else from the configured models; route "none" (still 200) says why neither answered."""
@@ -329,7 +269,7 @@ def create_app(engine: KnowCode, *, token: str | None, max_body_bytes: int = MAX
         answer, freshness = service.ask(question, request.task_type)
         return _json(render.to_json(render.answer_data(answer)), freshness)
 
-    @app.get(API_PREFIX + "/entities/{entity_id:path}", responses=_ERRORS)
+    @app.get(API_PREFIX + "/entities/{entity_id:path}", responses=GET_ERRORS)
     def entity(entity_id: EntityRef) -> Response:
         """One entity: signature, docstring, source lines and 1-hop neighbours (each list bounded)."""
         ref = _entity_ref(entity_id)
@@ -338,34 +278,34 @@ def create_app(engine: KnowCode, *, token: str | None, max_body_bytes: int = MAX
     def trace(ref: str, direction: TraceDirection, depth: int) -> Response:
         return run(lambda kc: render.to_json(kc.trace_calls(ref, direction, depth)))
 
-    @app.get(API_PREFIX + "/callers/{entity_id:path}", responses=_ERRORS)
+    @app.get(API_PREFIX + "/callers/{entity_id:path}", responses=GET_ERRORS)
     def callers(entity_id: EntityRef, depth: Depth = 1) -> Response:
         """Who calls an entity, then who calls them, up to `depth`."""
         return trace(_entity_ref(entity_id), TraceDirection.CALLERS, depth)
 
-    @app.get(API_PREFIX + "/callees/{entity_id:path}", responses=_ERRORS)
+    @app.get(API_PREFIX + "/callees/{entity_id:path}", responses=GET_ERRORS)
     def callees(entity_id: EntityRef, depth: Depth = 1) -> Response:
         """What an entity calls, then what those call, up to `depth`."""
         return trace(_entity_ref(entity_id), TraceDirection.CALLEES, depth)
 
-    @app.get(f"{API_PREFIX}/trace_calls", responses=_ERRORS)
+    @app.get(f"{API_PREFIX}/trace_calls", responses=GET_ERRORS)
     def trace_calls(target: Target, direction: TraceDirection = TraceDirection.BOTH,
                     depth: Depth = 2) -> Response:
         """The call graph around an entity: callers, callees or both; cycles visited once, bounded."""
         return trace(_entity_ref(target), direction, depth)
 
-    @app.get(f"{API_PREFIX}/impact", responses=_ERRORS)
+    @app.get(f"{API_PREFIX}/impact", responses=GET_ERRORS)
     def impact(target: Target, depth: Depth = 3) -> Response:
         """What a change to an entity can affect: direct and transitive dependents, affected files."""
         ref = _entity_ref(target)
         return run(lambda kc: render.to_json(kc.impact(ref, depth)))
 
-    @app.get(f"{API_PREFIX}/stats", responses=_ERRORS)
+    @app.get(f"{API_PREFIX}/stats", responses=GET_ERRORS)
     def stats() -> Response:
         """Index totals (as `knowcode stats --json`)."""
         return run(lambda kc: render.to_json(kc.stats()))
 
-    @app.post(f"{API_PREFIX}/reload", responses=_ERRORS)
+    @app.post(f"{API_PREFIX}/reload", responses=POST_ERRORS)
     def reload() -> Response:
         """Re-index now (only changed files are parsed); queries go on meanwhile. The index report."""
         report = service.reload()
@@ -394,7 +334,7 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def http_error(_: Request, err: Exception) -> Response:
         assert isinstance(err, StarletteHTTPException)
         fallback = ErrorCode.BAD_REQUEST if err.status_code < 500 else ErrorCode.INTERNAL
-        code = _CODE_OF_STATUS.get(err.status_code, fallback)
+        code = CODE_OF_STATUS.get(err.status_code, fallback)
         response = _error(code, str(err.detail), headers=dict(err.headers or {}))
         response.status_code = err.status_code
         return response

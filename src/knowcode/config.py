@@ -21,6 +21,8 @@ from knowcode.indexing.scanner import DEFAULT_MAX_FILE_BYTES
 from knowcode.retrieval.hybrid_index import DEFAULT_HYBRID_ALPHA
 from knowcode.retrieval.reranker import DEFAULT_TOP_K_MULTIPLIER, RankingSignals
 from knowcode.retrieval.sparse import BM25_B, BM25_K1
+from knowcode.safety import split_host
+from knowcode.storage.lock import DEFAULT_LOCK_TIMEOUT_SECONDS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -86,11 +88,29 @@ class LLMConfig:
 
 
 @dataclass(frozen=True)
+class ServerConfig:
+    """The ``[server]`` table: what `knowcode serve` answers besides this machine's own names."""
+
+    # Host names (or name:port) the HTTP API answers for besides localhost, the loopback addresses and
+    # the address a request arrived at, e.g. a LAN name or a reverse proxy's public name. A name
+    # without a port is allowed on any port; Origins with these hosts may make requests too.
+    allowed_hosts: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for entry in self.allowed_hosts:
+            if split_host(entry) is None:
+                raise ValueError(f"[server] allowed_hosts: {entry!r} is not a host name or address with an "
+                                 "optional port (e.g. 'devbox.lan' or 'devbox.lan:8000'; no scheme or path)")
+
+
+@dataclass(frozen=True)
 class AppConfig:
     """Settings of one KnowCode instance; unknown keys in a config file are an error."""
 
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # scanner: larger files are skipped
     parse_workers: int = 0  # processes that parse files; 0 means one per CPU core
+    # how long an indexing run waits for another run on the same store to finish before it gives up
+    index_lock_timeout_seconds: float = DEFAULT_LOCK_TIMEOUT_SECONDS
     hybrid_alpha: float = DEFAULT_HYBRID_ALPHA  # spec: Hybrid fusion — weight of the dense leg
     bm25_k1: float = BM25_K1  # sparse leg saturation
     bm25_b: float = BM25_B  # sparse leg length normalisation
@@ -107,6 +127,12 @@ class AppConfig:
     ranking: RankingSignals = field(default_factory=RankingSignals)  # [ranking] table: signal factors
     token_encoding: str = DEFAULT_ENCODING  # context budgets are counted in this encoding (offline cl100k)
     llm: LLMConfig = field(default_factory=LLMConfig)  # [llm] table: answering and its models
+    server: ServerConfig = field(default_factory=ServerConfig)  # [server] table: `knowcode serve`
+
+    def __post_init__(self) -> None:
+        timeout = self.index_lock_timeout_seconds
+        if timeout < 0:
+            raise ValueError(f"index_lock_timeout_seconds must be >= 0 (0: do not wait), not {timeout}")
 
 
 def _read_table(path: Path, table: tuple[str, ...]) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from knowcode.retrieval.orchestrator import RetrievalOrchestrator, RetrievalResu
 from knowcode.retrieval.reranker import CrossEncoder
 from knowcode.retrieval.search_index import load_search_index, update_search_index
 from knowcode.storage import Store
+from knowcode.storage.lock import writer_lock
 from knowcode.telemetry import TELEMETRY_FILE_NAME, TelemetryLog
 
 if TYPE_CHECKING:
@@ -109,25 +110,31 @@ class KnowCode:
         """Index the repository, parsing only files that changed since the last run.
 
         The search indexes (BM25, vectors) are rebuilt when anything changed; only new chunks are
-        embedded.
+        embedded. The whole run holds the store's writer lock: a second run on the same store waits
+        for the first, then finds its work done.
 
         :param progress: told of each phase (scan, parse, link, search index, embeddings); default: the
             facade's own.
         :param rebuild_vectors: embed every chunk again (after changing the embedding model).
         :return: what changed; its `seconds` cover the whole run, search indexes included.
         :raises StoreError: the store cannot be opened or written.
+        :raises StoreLockedError: another run held the store for longer than index_lock_timeout_seconds.
         :raises EmbeddingMismatchError: the index holds vectors of another model.
         """
-        started = time.perf_counter()
+        started = time.perf_counter()  # the whole run, waiting for another run's lock included
         progress = progress if progress is not None else self.progress
-        store = Store.open(self.store_dir)
-        try:
-            report = index_repository(self.root, store, max_file_bytes=self.config.max_file_bytes,
-                                      workers=self.config.parse_workers, progress=progress)
-            update_search_index(store, self.store_dir, embedder=self.embedder(), k1=self.config.bm25_k1,
-                                b=self.config.bm25_b, rebuild_vectors=rebuild_vectors, progress=progress)
-        finally:
-            store.close()
+        # The lock comes before the store is even opened, so this run reads the state the previous
+        # holder committed (it may have made the schema, or indexed these very files).
+        with writer_lock(self.store_dir, self.config.index_lock_timeout_seconds):
+            store = Store.open(self.store_dir)
+            try:
+                report = index_repository(self.root, store, max_file_bytes=self.config.max_file_bytes,
+                                          workers=self.config.parse_workers, progress=progress)
+                update_search_index(store, self.store_dir, embedder=self.embedder(),
+                                    k1=self.config.bm25_k1, b=self.config.bm25_b,
+                                    rebuild_vectors=rebuild_vectors, progress=progress)
+            finally:
+                store.close()
         self._fresh = True
         self._drop_orchestrator()  # the next query loads the new generation
         return dataclasses.replace(report, seconds=time.perf_counter() - started)
@@ -401,8 +408,12 @@ class KnowCode:
         Call :meth:`close` afterwards (under whatever serialises this facade's queries): the next
         query then loads the new index generation.
 
+        It takes the store's writer lock as :meth:`index` does, so it waits for (and then skips the
+        work of) any other run on the store, in this process or another.
+
         :return: what changed.
         :raises StoreError: the store cannot be opened or written.
+        :raises StoreLockedError: another run held the store for longer than index_lock_timeout_seconds.
         """
         indexer = KnowCode(self.root, self.store_dir, self.config)
         # The same providers: loading the embedding model again would cost ~0.5 s per re-index.

@@ -9,6 +9,10 @@ class StoreError(KnowCodeError):
     """The index store cannot be opened, read or written."""
 
 
+class StoreLockedError(StoreError):
+    """Another indexing run held the store's writer lock for longer than the wait allowed."""
+
+
 class SchemaVersionError(StoreError):
     """The store was written by a newer KnowCode than this one."""
 

@@ -16,9 +16,16 @@ import pytest
 from typer.testing import CliRunner
 
 from knowcode.analysis.call_graph import UnknownEntityError
-from knowcode.api_guard import MIN_TOKEN_CHARS, RequestGuard, is_loopback, server_token, token_matches
+from knowcode.api_guard import (
+    MIN_TOKEN_CHARS,
+    HostPolicy,
+    RequestGuard,
+    is_loopback,
+    server_token,
+    token_matches,
+)
 from knowcode.cli import EXIT_BAD_INPUT, EXIT_FAILURE, app
-from knowcode.config import CACHE_DIR_ENV, AppConfig, LLMConfig
+from knowcode.config import CACHE_DIR_ENV, AppConfig, LLMConfig, load_config
 from knowcode.engine import KnowCode
 from knowcode.errors import EmbeddingError, KnowCodeError, SchemaVersionError, StoreError
 from knowcode.models import Answer
@@ -100,7 +107,9 @@ def _run_guard(headers: list[tuple[bytes, bytes]], body_parts: list[bytes], limi
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "method": "POST", "path": "/", "headers": headers}
+    headers = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"), *headers]
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": headers, "scheme": "http",
+             "server": ("127.0.0.1", 8000)}
     asyncio.run(RequestGuard(inner, token=None, max_body_bytes=limit)(scope, receive, send))
     return sent[0]["status"], b"".join(reached)
 
@@ -114,6 +123,91 @@ def test_guard_checks_content_length_before_reading() -> None:
     assert _run_guard([(b"content-length", b"11")], [b"x" * 11], limit=10)[0] == 413
     assert _run_guard([(b"content-length", b"ten")], [b"x"], limit=10)[0] == 400
     assert _run_guard([(b"content-length", b"-1")], [b"x"], limit=10)[0] == 400
+
+
+POLICY = HostPolicy.of(["devbox.lan", "proxy.example:443", "10.0.0.7"])
+LOOPBACK = ("127.0.0.1", 8000)
+
+
+@pytest.mark.parametrize(("host", "server", "allowed"), [
+    ("127.0.0.1:8000", LOOPBACK, True), ("localhost:8000", LOOPBACK, True),
+    ("LOCALHOST:8000", LOOPBACK, True), ("[::1]:8000", LOOPBACK, True),
+    ("[0:0:0:0:0:0:0:1]:8000", LOOPBACK, True), ("127.0.0.9:8000", LOOPBACK, True),
+    ("localhost", ("127.0.0.1", 80), True),  # no port: the scheme's
+    ("localhost:8001", LOOPBACK, False), ("localhost", LOOPBACK, False),  # another port: another server
+    ("evil.example:8000", LOOPBACK, False), ("localhost.evil.example:8000", LOOPBACK, False),
+    ("127.0.0.1.nip.io:8000", LOOPBACK, False), ("user@127.0.0.1:8000", LOOPBACK, False),
+    ("127.0.0.1:8000/", LOOPBACK, False), ("", LOOPBACK, False), ("[::1", LOOPBACK, False),
+    # bound to a LAN address (with a token): the address a client connected to, and the configured names
+    ("192.168.1.5:8000", ("192.168.1.5", 8000), True), ("192.168.1.6:8000", ("192.168.1.5", 8000), False),
+    ("devbox.lan:8000", ("192.168.1.5", 8000), True), ("devbox.lan", ("192.168.1.5", 8000), True),
+    ("devbox.lan.evil.example:8000", ("192.168.1.5", 8000), False),
+    ("proxy.example", ("127.0.0.1", 8000), False), ("proxy.example:443", ("127.0.0.1", 8000), True),
+    ("10.0.0.7:9", ("10.0.0.8", 8000), True),
+    ("testserver", ("testserver", 80), True),  # Starlette's test client
+    ("localhost:5", None, True),  # a server that reports no address (a Unix socket): any port
+])
+def test_host_policy(host: str, server: tuple[str, int] | None, allowed: bool) -> None:
+    assert POLICY.allows(host, "http", server) is allowed
+
+
+@pytest.mark.parametrize(("origin", "allowed"), [
+    ("http://127.0.0.1:8000", True), ("http://localhost:8000", True), ("HTTP://LOCALHOST:8000", True),
+    ("https://proxy.example", True), ("http://devbox.lan:3000", True),
+    ("http://localhost:3000", False), ("http://localhost", False), ("https://localhost", False),
+    ("http://evil.example", False), ("null", False), ("file://", False), ("chrome-extension://abc", False),
+    ("http://127.0.0.1:8000/path", False), ("", False),
+])
+def test_origin_policy(origin: str, allowed: bool) -> None:
+    assert POLICY.allows_origin(origin, LOOPBACK) is allowed
+
+
+def test_host_policy_refuses_malformed_entries() -> None:
+    with pytest.raises(ValueError, match="host"):
+        HostPolicy.of(["http://devbox.lan"])
+
+
+@pytest.mark.parametrize(("entries", "message"), [
+    ('["http://devbox.lan"]', "no scheme"), ('["devbox.lan/x"]', "no scheme or path"), ('"devbox"', "array"),
+    ("[1]", "str"), ('["devbox.lan:99999"]', "devbox.lan:99999"),
+])
+def test_allowed_hosts_setting_is_checked(tmp_path: Path, entries: str, message: str) -> None:
+    (tmp_path / "knowcode.toml").write_text(f"[server]\nallowed_hosts = {entries}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        load_config(tmp_path)
+
+
+def test_allowed_hosts_setting_is_read(tmp_path: Path) -> None:
+    (tmp_path / "knowcode.toml").write_text('[server]\nallowed_hosts = ["devbox.lan"]\n', encoding="utf-8")
+    assert load_config(tmp_path).server.allowed_hosts == ("devbox.lan",)
+
+
+def test_guard_checks_host_then_origin_then_token() -> None:
+    async def inner(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+
+    def status(headers: list[tuple[bytes, bytes]], method: str = "GET") -> int:
+        sent: list[dict[str, Any]] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        scope = {"type": "http", "method": method, "path": "/", "headers": headers, "scheme": "http",
+                 "server": LOOPBACK}
+        asyncio.run(RequestGuard(inner, token=TOKEN, hosts=POLICY)(scope, receive, send))
+        return int(sent[0]["status"])
+
+    evil_host, evil_origin = (b"host", b"evil.example"), (b"origin", b"http://evil.example")
+    good_host, auth = (b"host", b"127.0.0.1:8000"), (b"authorization", f"Bearer {TOKEN}".encode())
+    assert status([evil_host, evil_origin]) == 421
+    assert status([good_host, evil_origin]) == 403
+    assert status([good_host]) == 401
+    assert status([good_host, auth, (b"content-type", b"text/plain")], "POST") == 415
+    assert status([good_host, auth, (b"content-type", b"text/plain")], "GET") == 200  # changes nothing
+    assert status([good_host, auth, (b"content-type", b"application/json")], "POST") == 200
 
 
 @pytest.fixture

@@ -2,6 +2,8 @@
 
 Every update runs in one transaction, so an interrupted or failed run leaves the previous index
 intact, and readers on other connections keep seeing the last committed index while it runs.
+Writers hold the store's writer lock (:mod:`knowcode.storage.lock`); SQLite's errors come out as
+:class:`~knowcode.errors.StoreError` (:mod:`knowcode.storage.connection`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, TypeVar
 
 from knowcode.errors import SchemaVersionError, StoreError
 from knowcode.models import Chunk, Entity, EntityKind, FileRecord, RelationKind, Relationship
+from knowcode.storage.connection import connect
 
 # Schema history (one line per bump; see DESIGN.md "Index format"):
 #   1: files, entities, relationships (resolved or not), chunks, skipped, meta.
@@ -98,8 +101,10 @@ class Store:
             raise StoreError(f"the store path {directory} is not a folder: pass another --store")
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None,
-                                         check_same_thread=False)
+            connection = connect(path, timeout=BUSY_TIMEOUT_SECONDS)
+        except (OSError, sqlite3.Error) as err:
+            raise StoreError(f"cannot open the index store at {path}: {err}") from err
+        try:
             version = connection.execute("PRAGMA user_version").fetchone()[0]
             if version <= SCHEMA_VERSION:  # never touch a newer KnowCode's database
                 connection.execute("PRAGMA journal_mode=WAL")
@@ -107,13 +112,19 @@ class Store:
                 # Queries read scattered rows of a large file: map it instead of a read() per page.
                 connection.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
                 connection.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
-        except (OSError, sqlite3.Error) as err:
-            raise StoreError(f"cannot open the index store at {path}: {err}") from err
+        except StoreError as err:  # not a database, unreadable, ...
+            connection.close()
+            raise StoreError(f"cannot open the index store at {path}: {err.__cause__}") from err.__cause__
         if version > SCHEMA_VERSION:
             connection.close()
             raise SchemaVersionError(
                 f"the index at {path} has schema {version}, newer than this KnowCode's "
                 f"{SCHEMA_VERSION}: upgrade knowcode, or delete {directory} and re-index")
+        if version < SCHEMA_VERSION and not create:
+            # Readers never write: an empty or older schema is made or rebuilt by an indexing run,
+            # under the writer lock, never by a reader racing it.
+            connection.close()
+            raise StoreError(f"no complete index at {directory}: run `knowcode index` first")
         store = cls(connection, path)
         if version < SCHEMA_VERSION:
             store._reset_schema()
@@ -142,7 +153,8 @@ class Store:
         try:
             yield
         except BaseException:
-            self.connection.execute("ROLLBACK")
+            if self.connection.in_transaction:  # SQLite ends it itself on some errors (disk full, I/O)
+                self.connection.execute("ROLLBACK")
             raise
         self.connection.execute("COMMIT")
 

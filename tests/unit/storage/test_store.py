@@ -43,6 +43,20 @@ def test_older_schema_is_rebuilt_empty(tmp_path: Path) -> None:
     store.close()
 
 
+def test_reader_never_makes_the_schema(tmp_path: Path) -> None:
+    connection = sqlite3.connect(tmp_path / DATABASE_NAME)  # a writer's database, schema not committed yet
+    connection.execute("CREATE TABLE files (path TEXT)")
+    connection.close()
+    with pytest.raises(StoreError, match="run `knowcode index`"):
+        Store.open(tmp_path, create=False)
+    connection = sqlite3.connect(tmp_path / DATABASE_NAME)
+    try:
+        tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        assert (connection.execute("PRAGMA user_version").fetchone()[0], tables) == (0, [("files",)])
+    finally:
+        connection.close()
+
+
 def test_missing_store_without_create(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="knowcode index"):
         Store.open(tmp_path / "nothing", create=False)
