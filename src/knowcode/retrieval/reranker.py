@@ -35,6 +35,12 @@ _PENALISED_PATH = re.compile(
 # (`ZodDefault`), snake_case. Plain words ("session") are left to BM25.
 _CODE_WORD = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|[a-z][a-z0-9]*[A-Z][\w$]*"
                         r"|[A-Z][a-z0-9]+[A-Z][\w$]*|[A-Za-z][A-Za-z0-9]*_[\w$]+")
+# A file path a question names (a traceback frame, "see django/db/models/query.py"): folders and a
+# file with an extension, or a bare file name with a code extension.
+_PATH_WORD = re.compile(r"(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w{0,4}\b"
+                        r"|\b[\w-]+\.(?:py|js|jsx|ts|tsx|go|rs|java|rb|php|c|h|cc|cpp|hpp|cs|kt|swift|scala"
+                        r"|ex|exs|lua|sh|zig|hs)\b")
+_LEADING_ROOT = re.compile(r"^(?:\.?/)+")  # "/abs/x.py", "./x.py": compared without it
 # Quoted text in a question is usually an error message or a literal copied from the code.
 _QUOTED = re.compile(r"'([^'\n]{3,200})'|\"([^\"\n]{3,200})\"|`([^`\n]{3,200})`")
 # A long quoted message matches when any run of this many of its words does: the code often builds
@@ -44,6 +50,13 @@ PHRASE_WINDOW_WORDS = 4
 # each carry the question, a 20-word question's incidental words do not (bench/questions: 0.525 ->
 # 0.543 NDCG@10 at 6; 4 and 8 within 0.005; the file-level set unchanged).
 SHORT_QUERY_WORDS = 6
+# Query length (in tokens) up to which file diversity applies in full. A short query names an area
+# and is answered by files; a long question is specific, and its answer is often two or three
+# functions of one file, which diversity would push apart. Past this length the damping exponent
+# shrinks as DIVERSE_QUERY_WORDS / tokens (measured, this repo's benchmarks: full diversity 0.419
+# span-level / 0.866 file-level NDCG@10, none 0.562 / 0.806, this rule at 2: 0.506 / 0.861, at 3:
+# 0.492 / 0.864, at 4: 0.472 / 0.865).
+DIVERSE_QUERY_WORDS = 3
 # Words that make a query about documentation, so prose files are not penalised for it.
 _DOC_WORDS = frozenset(tokenize("doc docs documentation documented readme changelog guide tutorial"))
 _REEXPORT_FILES = frozenset({"__init__.py", "index.js", "index.ts", "mod.rs"})
@@ -62,11 +75,12 @@ class RankingSignals:
     mention: float = 2.0  # word query naming code (`app.set`, `parseUrl`, `max_retries`): its definition
     file_name: float = 1.25  # per query word naming the file or its folder (at most 2 words)
     phrase: float = 2.0  # a quoted phrase of the query (an error message) occurs in the chunk
+    path_mention: float = 2.0  # the query names the chunk's file (a traceback frame, a path in an issue)
     path_penalty: float = 0.5  # tests, examples, docs, benchmarks, compat shims, .d.ts
     prose_penalty: float = 0.5  # prose and config files (Markdown, reST, text, INI, ...) for a code question
     reexport_penalty: float = 0.6  # module-level chunk of an __init__.py / index.ts re-export file
     file_coherence: float = 1.05  # per further candidate from the same file (at most 4)
-    file_diversity: float = 0.5  # per chunk of the same file ranked above (bench: 0.85 -> 0.5, +0.01)
+    file_diversity: float = 0.5  # per chunk of the same file ranked above, thinned in long queries
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +125,9 @@ class _Query:
     symbol_path: str  # a dotted symbol query's parts as a qualified-name suffix (".engine.run"), else ""
     mentions: tuple[str, ...]  # code words of a word query, lower-cased, with a leading dot
     phrases: tuple[tuple[str, ...], ...]  # per quoted phrase: itself, or its PHRASE_WINDOW_WORDS windows
+    paths: tuple[str, ...]  # file paths the query names, without a leading "/" or "./"
     word_share: float  # how much one query word counts: 1 up to SHORT_QUERY_WORDS words, then less
+    diversity_share: float  # how strongly further chunks of a ranked file are damped: less in long queries
 
     @property
     def about_docs(self) -> bool:
@@ -122,14 +138,19 @@ class _Query:
     def of(cls, query: str) -> _Query:
         stripped = query.strip()
         words = frozenset(tokenize(stripped))
-        share = min(1.0, SHORT_QUERY_WORDS / max(1, len(words)))
+        shares = {"word_share": min(1.0, SHORT_QUERY_WORDS / max(1, len(words))),
+                  "diversity_share": min(1.0, DIVERSE_QUERY_WORDS / max(1, len(words)))}
         if not is_symbol_query(stripped):
-            mentions = tuple("." + m.lower() for m in mentioned_symbols(stripped))
-            return cls(stripped.lower(), words, None, "", "", mentions, _phrases(stripped), share)
+            return cls(stripped.lower(), words, None, "", "",
+                       mentions=tuple("." + m.lower() for m in mentioned_symbols(stripped)),
+                       phrases=_phrases(stripped),
+                       paths=tuple(dict.fromkeys(_LEADING_ROOT.sub("", path)
+                                                 for path in _PATH_WORD.findall(stripped))),
+                       **shares)
         parts = [p for p in re.split(r"\.|::|#|->", stripped.removesuffix("()")) if p]
         dotted = "." + ".".join(parts).lower() if len(parts) > 1 else ""
-        return cls(stripped.lower(), words, frozenset(tokenize(" ".join(parts))), parts[-1], dotted, (), (),
-                   share)
+        return cls(stripped.lower(), words, frozenset(tokenize(" ".join(parts))), parts[-1], dotted,
+                   mentions=(), phrases=(), paths=(), **shares)
 
 
 def _phrases(query: str) -> tuple[tuple[str, ...], ...]:
@@ -144,6 +165,11 @@ def _phrases(query: str) -> tuple[tuple[str, ...], ...]:
             found.append(tuple(" ".join(words[i:i + PHRASE_WINDOW_WORDS])
                                for i in range(len(words) - PHRASE_WINDOW_WORDS + 1)))
     return tuple(found)
+
+
+def _same_file(path: str, mentioned: str) -> bool:
+    """Whether a path named in a query is this root-relative path (either may hold more folders)."""
+    return path == mentioned or path.endswith("/" + mentioned) or mentioned.endswith("/" + path)
 
 
 @lru_cache(maxsize=1 << 14)
@@ -185,6 +211,8 @@ def _signal_factor(candidate: Candidate, query: _Query, signals: RankingSignals,
         if defines and query.mentions and ("." + entity.qualified_name.lower()).endswith(query.mentions):
             factor *= signals.mention
         factor *= signals.file_name ** (min(2, len(query.words & path_words)) * query.word_share)
+        if any(_same_file(chunk.path, mentioned) for mentioned in query.paths):
+            factor *= signals.path_mention
     if penalised:
         factor *= signals.path_penalty
     if reexport and entity.parent_id is None:
@@ -216,7 +244,8 @@ def score_signals(query: str, candidates: Sequence[Candidate], signals: RankingS
     seen: Counter[str] = Counter()
     diversified = []
     for candidate, score in scored:
-        diversified.append((candidate, score * signals.file_diversity ** seen[candidate.chunk.path]))
+        damping = seen[candidate.chunk.path] * facts.diversity_share
+        diversified.append((candidate, score * signals.file_diversity ** damping))
         seen[candidate.chunk.path] += 1
     diversified.sort(key=lambda pair: -pair[1])
     return diversified

@@ -9,6 +9,7 @@ import pytest
 from knowcode.models import Chunk, Entity, EntityKind
 from knowcode.retrieval.reranker import (
     DEFAULT_TOP_K_MULTIPLIER,
+    DIVERSE_QUERY_WORDS,
     RECENT_SECONDS,
     SHORT_QUERY_WORDS,
     Candidate,
@@ -131,6 +132,13 @@ def test_file_diversity_and_coherence() -> None:
     assert [s for _, s in ranked] == pytest.approx([1.1, 0.99])
 
 
+def test_file_diversity_thins_out_in_long_questions() -> None:
+    first, second = _candidate(name="a", score=1.0), _candidate(name="b", score=0.9)
+    question = "why does alpha beta gamma delta epsilon zeta fail"  # 7 tokens
+    ranked = score_signals(question, [first, second], replace(NEUTRAL, file_diversity=0.5), now=NOW)
+    assert [s for _, s in ranked] == pytest.approx([1.0, 0.9 * 0.5 ** (DIVERSE_QUERY_WORDS / 7)])
+
+
 @pytest.mark.parametrize(("query", "expected"), [
     ("Flask", True), ("app.run", True), ("Foo::bar", True), ("run()", True), ("$store", True),
     ("how does it run", False), ("", False), ("a-b", False),
@@ -158,3 +166,15 @@ def test_cross_encoder_order_and_fallback_on_error() -> None:
     assert error == "reranker failed: provider down"
     ranked, error = rerank("q", [a, b], NEUTRAL, _Encoder([1.0]))
     assert error is not None and "1 scores for 2" in error
+
+
+@pytest.mark.parametrize(("query", "path", "expected"), [
+    ('File "/usr/lib/site-packages/pkg/core/engine.py", line 3, in run', "pkg/core/engine.py", 2.0),
+    ("the bug is in core/engine.py somewhere", "pkg/core/engine.py", 2.0),
+    ("see engine.py", "pkg/core/engine.py", 2.0),
+    ("see ./pkg/core/engine.py", "pkg/core/engine.py", 2.0),
+    ("see other/engine.py", "pkg/core/engine.py", 1.0),
+    ("version 1.2.3 of engine", "pkg/core/engine.py", 1.0),
+])
+def test_a_path_the_query_names(query: str, path: str, expected: float) -> None:
+    assert _factor(query, _candidate(path=path), path_mention=2.0) == pytest.approx(expected)
