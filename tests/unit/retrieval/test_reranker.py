@@ -114,6 +114,7 @@ def test_quoted_phrases_found_in_the_chunk(query: str, text: str, expected: floa
     ("how are retries configured", "markdown", 0.5), ("how are retries configured", "rst", 0.5),
     ("how are retries configured", "ini", 0.5), ("how are retries configured", "python", 1.0),
     ("where do the docs explain retries", "markdown", 1.0), ("retry documentation", "rst", 1.0),
+    ("docs " + " ".join(f"word{i}" for i in range(30)), "rst", 0.5),  # a long report mentioning docs
 ])
 def test_prose_penalty_unless_the_query_is_about_docs(query: str, language: str, expected: float) -> None:
     candidate = _candidate(path="README.md", language=language)
