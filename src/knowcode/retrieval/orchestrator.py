@@ -228,11 +228,11 @@ class RetrievalOrchestrator:
         """Name the entity a chunk is about: a chunk that packs small members of its entity (a class's
         getters, a module's helpers) is answered by the member that matches more query words than the
         entity's own lines and name do."""
-        owners = {c.entity.id for c, _ in ranked}
         members: dict[str, list[Entity]] = {}
-        for child in self.store.children(owners) if owners else ():
-            if child.parent_id is not None:
-                members.setdefault(child.parent_id, []).append(child)
+        spans = [(c.entity.id, c.chunk.start_line, c.chunk.end_line) for c, _ in ranked]
+        for member in self.store.members_within(spans) if spans else ():
+            if member.parent_id is not None:
+                members.setdefault(member.parent_id, []).append(member)
         if not members:
             return ranked
         words = frozenset(tokenize(query))
@@ -241,12 +241,13 @@ class RetrievalOrchestrator:
             chunk = candidate.chunk
             inside = [m for m in members.get(candidate.entity.id, ()) if _within(m, chunk)]
             if inside:
-                own = _lines(chunk, chunk.start_line, chunk.end_line,
-                             skip=[(m.start_line, m.end_line) for m in inside])
-                best = max(inside, key=lambda m: _matched(words, m.qualified_name, _lines(chunk, m.start_line,
-                                                                                         m.end_line)))
-                if _matched(words, best.qualified_name, _lines(chunk, best.start_line, best.end_line)) > \
-                        _matched(words, candidate.entity.qualified_name, own):
+                skip = [(m.start_line, m.end_line) for m in inside]
+                own = _matched(words, candidate.entity.qualified_name,
+                               _lines(chunk, chunk.start_line, chunk.end_line, skip=skip))
+                score_of = {m.id: _matched(words, m.qualified_name, _lines(chunk, m.start_line, m.end_line))
+                            for m in inside}
+                best = max(inside, key=lambda m: score_of[m.id])
+                if score_of[best.id] > own:
                     candidate = replace(candidate, entity=best)
             precise.append((candidate, score))
         return precise

@@ -311,6 +311,21 @@ class Store:
                                 _entity)
         return sorted(found, key=lambda e: (e.path, e.start_line, e.id))
 
+    def members_within(self, spans: Iterable[tuple[str, int, int]]) -> list[Entity]:
+        """The direct children of each (entity id, first line, last line) that lie wholly inside those
+        lines (the members a chunk of the entity packs), in file order."""
+        unique = list(dict.fromkeys(spans))
+        found: list[Entity] = []
+        for start in range(0, len(unique), _BATCH // 3):  # three parameters a span
+            batch = unique[start:start + _BATCH // 3]
+            values = ",".join("(?, ?, ?)" for _ in batch)
+            sql = (f"WITH span(parent, first, last) AS (VALUES {values}) SELECT {_ENTITY_COLUMNS} FROM span "
+                   "JOIN entities ON parent_id = span.parent AND start_line >= span.first "
+                   "AND end_line <= span.last")
+            parameters = [value for span in batch for value in span]
+            found.extend(_entity(row) for row in self.connection.execute(sql, parameters))
+        return sorted(found, key=lambda e: (e.path, e.start_line, e.id))
+
     def file_records_in(self, paths: Iterable[str]) -> dict[str, FileRecord]:
         """The indexed records of the given files (missing paths are left out)."""
         found = self._select_in("SELECT path, language, content_hash, size, mtime, line_count FROM files "
