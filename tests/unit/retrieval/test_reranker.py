@@ -105,6 +105,8 @@ def test_file_names_count_less_in_long_questions() -> None:
      2.0),  # a 4-word window of a long message is enough: the code builds it from parts
     ("it fails with 'no secret key' here", "raise RuntimeError('missing key')", 1.0),
     ("it fails with no secret key here", "raise RuntimeError('no secret key')", 1.0),  # not quoted
+    ("the 'order' field breaks", "order = 1", 1.0),  # one quoted word is no message
+    ("don't know why it's slow to load", "don't know why it's slow", 1.0),  # apostrophes open no quote
 ])
 def test_quoted_phrases_found_in_the_chunk(query: str, text: str, expected: float) -> None:
     assert _factor(query, _candidate(text=text), phrase=2.0) == pytest.approx(expected)
