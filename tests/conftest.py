@@ -44,3 +44,17 @@ SAMPLE_REPO: dict[str, str] = {
 def sample_repo(tmp_path: Path) -> Path:
     """A small Python + JavaScript + Markdown repository."""
     return write_tree(tmp_path / "repo", SAMPLE_REPO)
+
+
+def reads_can_be_denied(folder: Path) -> bool:
+    """Whether chmod 000 stops this process reading a file (not as root, not on every filesystem)."""
+    probe = folder / "probe"
+    probe.write_text("x")
+    probe.chmod(0)
+    try:
+        probe.read_bytes()
+    except PermissionError:
+        return True
+    finally:
+        probe.unlink()
+    return False

@@ -15,23 +15,11 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import reads_can_be_denied
+
 COMMAND_TIMEOUT_SECONDS = 120  # one command on a tiny tree, first indexing included
 NESTING_LEVELS = 200
 DEEP_NEEDLE = "deeply_nested_needle"  # a name found only in the 200-level-deep file
-
-
-def _reads_can_be_denied(folder: Path) -> bool:
-    """Whether chmod 000 stops this process reading a file (it does not for root)."""
-    probe = folder / "probe"
-    probe.write_text("x")
-    probe.chmod(0)
-    try:
-        probe.read_bytes()
-    except PermissionError:
-        return True
-    finally:
-        probe.unlink()
-    return False
 
 
 @pytest.fixture
@@ -67,7 +55,7 @@ def hostile(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
     (root / "unreadable.py").write_text("u = 1\n")
     (root / "locked").mkdir()
     (root / "locked" / "inside.py").write_text("v = 1\n")
-    if _reads_can_be_denied(tmp_path):
+    if reads_can_be_denied(tmp_path):
         (root / "unreadable.py").chmod(0)
         (root / "locked").chmod(0)
         expected["unreadable.py"] = "unreadable: Permission denied"

@@ -13,6 +13,7 @@ import pytest
 from knowcode.indexing import scanner
 from knowcode.indexing.languages import GRAMMARS
 from knowcode.indexing.scanner import ScanResult, scan
+from tests.conftest import reads_can_be_denied
 
 
 def write(root: Path, files: dict[str, str | bytes]) -> Path:
@@ -230,20 +231,6 @@ def test_symlink_to_a_file_the_scan_leaves_out_is_skipped(tmp_path: Path, target
     assert skipped(result)["alias.py"] == "symlink to a file that is left out"
 
 
-def _reads_can_be_denied(tmp_path: Path) -> bool:
-    """Whether chmod 000 stops this process reading a file (not as root, not on every filesystem)."""
-    probe = tmp_path / "probe"
-    probe.write_text("x")
-    probe.chmod(0)
-    try:
-        probe.read_bytes()
-    except PermissionError:
-        return True
-    finally:
-        probe.chmod(0o600)
-    return False
-
-
 @pytest.fixture
 def restore_modes(tmp_path: Path) -> Iterator[list[Path]]:
     """Paths a test made unreadable; their modes are restored so tmp_path can be removed."""
@@ -254,7 +241,7 @@ def restore_modes(tmp_path: Path) -> Iterator[list[Path]]:
 
 
 def test_unreadable_file_and_folders_with_real_permissions(tmp_path: Path, restore_modes: list[Path]) -> None:
-    if not _reads_can_be_denied(tmp_path):
+    if not reads_can_be_denied(tmp_path):
         pytest.skip("chmod does not deny reads here (running as root?); the simulated tests cover it")
     root = write(tmp_path / "repo", {"main.py": "x = 1\n", "blob.dat": "data\n", "locked/in.py": "y = 1\n",
                                      "nolookup/.gitignore": "*.log\n", "nolookup/in.py": "z = 1\n"})
