@@ -77,7 +77,8 @@ class KnowCodeSearch:
 
     def __call__(self, kc: KnowCode, query: str, limit: int) -> Sequence[HitLike]:
         """The engine's hits for the query."""
-        return self._engine(kc).search(query, limit=limit)
+        hits: Sequence[HitLike] = self._engine(kc).search(query, limit=limit)
+        return hits
 
 
 # The methods of every run: the headline baseline, plain BM25 over KnowCode's chunks, KnowCode itself.
