@@ -184,6 +184,7 @@ def run_issue_repo(repo: str, instances: Sequence[Instance], issue_repos: Path, 
                 f"@ {instance.base_commit[:10]}: "
                 f"{move.written} written, {move.deleted} deleted ({move.seconds:.1f}s); "
                 f"{report.parsed_files} parsed, indexed in {index_seconds:.1f}s")
+        methods_started = time.perf_counter()
         for name, search in methods.items():
             run = runs[name]
             if run.skipped is None and (reason := unavailable(search, kc)) is not None:
@@ -201,7 +202,7 @@ def run_issue_repo(repo: str, instances: Sequence[Instance], issue_repos: Path, 
             run.records.setdefault(repo, []).append(record)
             if name in long_methods:
                 line += f"; {name} fn R@10 {record.metrics['fn_recall10']:.2f}"
-        log(line)
+        log(f"{line}; methods {time.perf_counter() - methods_started:.1f}s")
     if kc is not None:
         for search in methods.values():
             release(search, kc)
