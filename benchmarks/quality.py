@@ -29,7 +29,6 @@ between consecutive base commits (issue_set.py explains the visiting order).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import time
@@ -58,7 +57,15 @@ from corpus_sets import (
 from issue_corpus import ISSUE_REPOS_ENV
 from issue_set import ISSUES_FILE, LONG_LIMIT, Instance, load_instances, run_issue_repo, select_instances
 from methods import ABLATIONS, KNOWN, METHODS, KnowCodeSearch, MethodRun, SearchFn, run_method, to_hit
-from report import ISSUE_SET, SET_ORDER, corpus_queries_json, issue_queries_json, method_json, render_markdown
+from report import (
+    ISSUE_SET,
+    SET_ORDER,
+    corpus_queries_json,
+    dump_json,
+    issue_queries_json,
+    method_json,
+    render_markdown,
+)
 
 from knowcode.evals.scoring import CUTOFF
 
@@ -77,13 +84,21 @@ SET_NOTES = {
 }
 
 
-def _code_version() -> str:
+def _git(*args: str) -> str:
     try:
-        out = subprocess.run(["git", "-C", str(HERE), "describe", "--always", "--dirty"], capture_output=True,
-                             text=True, check=True, timeout=10).stdout.strip()
+        return subprocess.run(["git", "-C", str(HERE), *args], capture_output=True, text=True, check=True,
+                              timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return out or "unknown"
+        return ""
+
+
+def code_version() -> dict[str, str]:
+    """The checkout measured: its commit, and the git tree id of src/ (equal on two branches whose
+    KnowCode code is the same), marked dirty when src/ has uncommitted changes."""
+    src_tree = _git("rev-parse", "HEAD:src")
+    dirty = bool(_git("status", "--porcelain", "--", str(HERE.parent / "src")))
+    return {"commit": _git("describe", "--always", "--dirty") or "unknown",
+            "src_tree": (src_tree[:12] + ("-dirty" if dirty else "")) if src_tree else "unknown"}
 
 
 def run_corpus_sets(args: argparse.Namespace, sets: Sequence[str], methods: dict[str, SearchFn],
@@ -174,6 +189,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     chosen = args.methods or [*METHODS, *(ABLATIONS if args.ablation else ())]
     methods = {name: KNOWN[name] for name in chosen}
     started = time.perf_counter()
+    version = code_version()
     sets: dict[str, Any] = {}
     with store_folder(args.store_root) as store_root:
         corpus_sets = [s for s in (FILE_SET, QUESTION_SET) if s in args.sets]
@@ -182,14 +198,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         if ISSUE_SET in args.sets:
             sets[ISSUE_SET] = run_issues(args, methods, store_root)
     result = {
-        "measured_at": time.strftime("%Y-%m-%d %H:%M"), "code_version": _code_version(), "limit": args.limit,
+        "measured_at": time.strftime("%Y-%m-%d %H:%M"), "code_version": version, "limit": args.limit,
         "line_chunk_chars": LINE_CHUNK_CHARS, "seconds": round(time.perf_counter() - started, 1),
         "ablations": [name for name in chosen if name in ABLATIONS],
         "sets": {name: sets[name] for name in SET_ORDER if name in sets},
     }
     markdown = render_markdown(result)
     print(markdown, end="")
-    for path, text in ((args.out, json.dumps(result, indent=1) + "\n"), (args.markdown, markdown)):
+    for path, text in ((args.out, dump_json(result) + "\n"), (args.markdown, markdown)):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     log(f"wrote {args.out} and {args.markdown} ({result['seconds']:.0f}s)")

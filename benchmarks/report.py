@@ -8,6 +8,7 @@ each query's text (issues: the instance id, base commit and targets) once.
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Sequence
 from typing import Any
@@ -105,6 +106,24 @@ def issue_queries_json(instances: Sequence[Instance]) -> list[dict[str, Any]]:
             for i in sorted(instances, key=lambda i: i.instance_id)]
 
 
+def dump_json(value: Any, indent: str = "") -> str:
+    """JSON with one line per query record (every `queries` list), indented elsewhere: small, and two
+    runs diff query by query."""
+    inner = indent + " "
+    if isinstance(value, dict) and value:
+        items = []
+        for key, item in value.items():
+            if key == "queries" and isinstance(item, list) and item:
+                lines = ",\n".join(f"{inner} {json.dumps(q, separators=(',', ':'))}" for q in item)
+                items.append(f"{inner}{json.dumps(key)}: [\n{lines}\n{inner}]")
+            else:
+                items.append(f"{inner}{json.dumps(key)}: {dump_json(item, inner)}")
+        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
+    if isinstance(value, list) and value and any(isinstance(v, (dict, list)) for v in value):
+        return "[\n" + ",\n".join(inner + dump_json(v, inner) for v in value) + f"\n{indent}]"
+    return json.dumps(value)
+
+
 # Markdown
 
 
@@ -183,7 +202,8 @@ def ablation_section(result: dict[str, Any]) -> list[str]:
 def render_markdown(result: dict[str, Any]) -> str:
     """The headline table, each set's tables, the ablation table and any skipped methods."""
     lines = ["# Search quality: file-level, span-level and issue-localization benchmarks", "",
-             f"Measured {result['measured_at']} at KnowCode {result['code_version']}; "
+             f"Measured {result['measured_at']} at commit {result['code_version']['commit']} "
+             f"(src tree {result['code_version']['src_tree']}); "
              f"limit {result['limit']}; "
              f"headline baseline `{BASELINE}` (plain bm25s over {result['line_chunk_chars']}-character line "
              "chunks of the same files).", "", *headline(result)]

@@ -155,3 +155,11 @@ def test_ablation_table_has_a_column_per_set() -> None:
     table = "\n".join(report.ablation_section(result))
     assert "| method | file NDCG@10 | issues fn NDCG@10 | issues fn R@10 | issues file Acc@10 |" in table
     assert "| no-x | 0.700 (-0.100) | 0.350 (+0.050) |" in table
+
+
+def test_results_json_has_one_line_per_query_and_round_trips() -> None:
+    result = {"a": 1, "sets": {"file": {"methods": {"m": {"ndcg10": 0.5, "queries": [
+        {"id": "r#0", "hits": [["a.py", 1, 2]]}, {"id": "r#1", "hits": []}]}}, "empty": [], "nested": [[1]]}}}
+    text = report.dump_json(result)
+    assert json.loads(text) == result
+    assert text.splitlines()[8].strip() == '{"id":"r#0","hits":[["a.py",1,2]]},'
