@@ -173,10 +173,14 @@ def set_section(set_name: str, data: dict[str, Any], ablations: Sequence[str]) -
     key = "fn_ndcg10" if set_name == ISSUE_SET else "ndcg10"
     shown = [n for n in methods if n not in ablations]
     lines += ["", f"Per repo ({'fn ' if set_name == ISSUE_SET else ''}NDCG@10):", ""]
+    # the issue set's cost per repository: files and chunks at the last commit, files parsed over all
+    # visited commits, seconds spent indexing and in all
+    cost = ("files", "chunks", "parsed_files", "index_seconds", "seconds") if set_name == ISSUE_SET else ()
     repo_rows = [[repo, str(facts.get("queries", facts.get("instances", ""))),
-                  *(_f(methods[n]["repos"].get(repo, {}).get(key)) for n in shown)]
+                  *(_f(methods[n]["repos"].get(repo, {}).get(key)) for n in shown),
+                  *(str(facts.get(c, "-")) for c in cost)]
                  for repo, facts in data["repos"].items()]
-    lines += _table(["repo", "queries", *shown], repo_rows)
+    lines += _table(["repo", "queries", *shown, *(c.replace("_", " ") for c in cost)], repo_rows)
     return lines
 
 
