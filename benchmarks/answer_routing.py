@@ -21,7 +21,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from quality import RESULTS, corpus_parser, find_bench_dir, load_repos, log, open_repo, store_folder
+from corpus_sets import RESULTS, corpus_parser, find_bench_dir, load_repos, log, open_repo, store_folder
 
 import knowcode
 from knowcode import __version__

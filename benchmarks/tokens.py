@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from quality import RESULTS, corpus_parser, find_bench_dir, load_repos, log, open_repo, store_folder
+from corpus_sets import RESULTS, corpus_parser, find_bench_dir, load_repos, log, open_repo, store_folder
 
 from knowcode import KnowCode
 from knowcode.evals.routing_eval import bundle_holds_target

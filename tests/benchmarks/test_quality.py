@@ -1,4 +1,4 @@
-"""The quality benchmark's plumbing: method registry, BM25 baseline, code view and a whole run."""
+"""The quality benchmark's plumbing: method registry, ablation engines, code view and a whole run."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+import corpus_sets
 import pytest
 import quality
+import report
 
 import knowcode
 from knowcode import AppConfig, KnowCode
@@ -46,6 +48,11 @@ def test_knowcode_search_calls_search_and_reports_when_missing() -> None:
     assert reason is not None and "search" in reason
 
 
+def test_the_default_methods_and_the_headline_baseline() -> None:
+    assert list(quality.METHODS) == ["bm25-lines", "bm25-chunks", "knowcode"]
+    assert "sparse-only" in quality.ABLATIONS and "no-file_diversity" in quality.ABLATIONS
+
+
 def test_ablation_runs_its_own_config_on_the_same_index(sample_repo: Path, tmp_path: Path) -> None:
     kc = knowcode.open(sample_repo, store=tmp_path / "store", config=AppConfig())
     kc.index()
@@ -54,14 +61,19 @@ def test_ablation_runs_its_own_config_on_the_same_index(sample_repo: Path, tmp_p
     assert found and found[0].path == "pkg/util.py"
     engine = method._engine(kc)  # type: ignore[attr-defined]
     assert engine is not kc and engine.store_dir == kc.store_dir and engine.config.hybrid_alpha == 0.0
+    method.release(kc)  # type: ignore[attr-defined]
 
 
-def test_bm25_baseline_ranks_the_defining_chunk(sample_repo: Path, tmp_path: Path) -> None:
+def test_ablation_engine_sees_a_reindex_after_prepare(sample_repo: Path, tmp_path: Path) -> None:
     kc = knowcode.open(sample_repo, store=tmp_path / "store", config=AppConfig())
-    baseline = quality.Bm25Baseline()
-    found = baseline(kc, "slugify text lower", 10)
-    assert found and found[0].path == "pkg/util.py"
-    assert baseline(kc, "zzzunknownword", 10) == []
+    kc.index()
+    method = quality.KnowCodeSearch(AppConfig(hybrid_alpha=0.0))
+    assert all(h.path != "pkg/extra.py" for h in method(kc, "frobnicate", 5))
+    (sample_repo / "pkg" / "extra.py").write_text("def frobnicate():\n    return 1\n")
+    kc.index()
+    method.prepare(kc)
+    assert [h.path for h in method(kc, "frobnicate", 5)][:1] == ["pkg/extra.py"]
+    method.release(kc)
 
 
 def test_code_view_keeps_only_benchmark_code_files(tmp_path: Path) -> None:
@@ -75,31 +87,79 @@ def test_code_view_keeps_only_benchmark_code_files(tmp_path: Path) -> None:
     assert kept == ["a.py", "sub/b.ts", "vendor/e.ts"]
 
 
-def test_main_scores_a_tiny_benchmark(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    bench = tmp_path / "bench"
-    write_tree(bench, {
-        "corpora.json": json.dumps([{"name": "tiny", "index_root": "pkgroot"}]),
+def tiny_bench(tmp_path: Path) -> tuple[Path, Path]:
+    """A benchmark folder with file-level annotations and span questions for one repo, and its corpus."""
+    bench = write_tree(tmp_path / "bench", {
+        "corpora.json": json.dumps([{"name": "tiny", "index_root": "pkgroot"}, {"name": "other",
+                                                                               "index_root": "x"}]),
         "annotations/tiny.json": json.dumps([
             {"query": "slugify", "category": "symbol", "relevant": ["src/pkg/util.py"], "secondary": []},
             {"query": "Engine runs things", "category": "semantic", "relevant": ["pkg/core.py"],
              "secondary": [{"path": "pkg/util.py", "start_line": 1, "end_line": 2}]},
         ]),
+        "questions/tiny.json": json.dumps([
+            {"query": "how is text turned into a slug in lower case", "category": "semantic",
+             "task": "explain",
+             "relevant": [{"path": "src/pkg/util.py", "start_line": 5, "end_line": 6}],
+             "secondary": [{"path": "src/pkg/core.py", "start_line": 1, "end_line": 2}], "note": "n"},
+        ]),
     })
-    write_tree(tmp_path / "corpus" / "tiny" / "pkgroot", {
+    corpus = write_tree(tmp_path / "corpus" / "tiny" / "pkgroot", {
         "pkg/core.py": 'class Engine:\n    """Runs things."""\n\n    def run(self):\n        return 1\n',
         "pkg/util.py": ("def helper(value):\n    return value\n\n\n"
                         "def slugify(text):\n    return text.lower()\n"),
         "NOTES.md": "# slugify notes\n",
-    })
+    }).parent.parent
+    return bench, corpus
+
+
+def test_load_repos_reads_both_sets(tmp_path: Path) -> None:
+    bench, corpus = tiny_bench(tmp_path)
+    both = corpus_sets.load_repos(bench, corpus, None, ("file", "questions"))
+    assert [r.name for r in both] == ["tiny"] and len(both[0].queries) == 2 and len(both[0].questions) == 1
+    questions_only = corpus_sets.load_repos(bench, corpus, None, ("questions",))
+    assert questions_only[0].queries == [] and len(questions_only[0].of_set("questions")) == 1
+
+
+def test_main_scores_both_corpus_sets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench, corpus = tiny_bench(tmp_path)
     out = tmp_path / "results" / "quality.json"
-    quality.main(["--bench", str(bench), "--corpus", str(tmp_path / "corpus"), "--methods", "bm25-baseline",
-                  "--out", str(out), "--markdown", str(tmp_path / "results" / "quality.md"),
+    quality.main(["--sets", "file", "questions", "--bench", str(bench), "--corpus", str(corpus),
+                  "--methods", "bm25-lines", "bm25-chunks", "--out", str(out),
+                  "--markdown", str(tmp_path / "results" / "quality.md"),
                   "--store-root", str(tmp_path / "s")])
     result = json.loads(out.read_text())
-    baseline = result["methods"]["bm25-baseline"]
-    assert baseline["status"] == "ok"
-    assert baseline["repos"]["tiny"]["queries"] == 2
-    assert baseline["queries"][0]["ranks"] == [1]
+    assert list(result["sets"]) == ["file", "questions"]
+    file_set = result["sets"]["file"]
+    baseline = file_set["methods"]["bm25-lines"]
+    assert baseline["status"] == "ok" and file_set["repos"]["tiny"]["queries"] == 2
+    assert baseline["queries"][0]["id"] == "tiny#0" and baseline["queries"][0]["ranks"] == [1]
     assert all(not hit[0].endswith(".md") for q in baseline["queries"] for hit in q["hits"])
-    assert "| bm25-baseline |" in capsys.readouterr().out
+    assert file_set["queries"][0]["query"] == "slugify"
+    questions = result["sets"]["questions"]["methods"]["bm25-chunks"]
+    assert set(questions) >= {"ndcg10", "recall10", "mrr10", "mean_lines_per_hit", "categories", "queries"}
+    assert questions["queries"][0]["ranks"][0] == 1 and questions["mrr10"] == 1.0
+    printed = capsys.readouterr().out
+    assert "| questions: Recall@10 |" in printed and "## Span-level questions" in printed
     assert (tmp_path / "results" / "quality.md").read_text().startswith("# Search quality")
+
+
+def test_ablation_table_has_a_column_per_set() -> None:
+    def method(value: float) -> dict[str, Any]:
+        return {"status": "ok", "ndcg10": value, "fn_ndcg10": value, "fn_recall10": value,
+                "file_acc10": value}
+
+    result = {"ablations": ["no-x"], "sets": {
+        "file": {"methods": {"knowcode": method(0.8), "no-x": method(0.7)}},
+        "issues": {"methods": {"knowcode": method(0.3), "no-x": method(0.35)}}}}
+    table = "\n".join(report.ablation_section(result))
+    assert "| method | file NDCG@10 | issues fn NDCG@10 | issues fn R@10 | issues file Acc@10 |" in table
+    assert "| no-x | 0.700 (-0.100) | 0.350 (+0.050) |" in table
+
+
+def test_results_json_has_one_line_per_query_and_round_trips() -> None:
+    result = {"a": 1, "sets": {"file": {"methods": {"m": {"ndcg10": 0.5, "queries": [
+        {"id": "r#0", "hits": [["a.py", 1, 2]]}, {"id": "r#1", "hits": []}]}}, "empty": [], "nested": [[1]]}}}
+    text = report.dump_json(result)
+    assert json.loads(text) == result
+    assert text.splitlines()[8].strip() == '{"id":"r#0","hits":[["a.py",1,2]]},'
