@@ -36,12 +36,14 @@ _SOURCE_OF_LEGS = {(True, True): HitSource.HYBRID, (True, False): HitSource.SPAR
                    (False, True): HitSource.DENSE, (False, False): HitSource.EXACT}
 PER_ENTITY_TOKEN_CAP = 2000  # spec: Retrieval routing step 6 (the 200-token floor was removed)
 MAX_LIMIT = 1000  # more entities than this is a dump, not a search
-# Hits ranked from the same candidate pool whatever the limit below it: 50 covers an agent's usual
-# 10-50 (issue #11: limit 10 and limit 50 differed on 119 of 120 queries when the pool was limit x 5).
-MIN_RANKED_LIMIT = 50
-# The first tier is reranked alone: the spec's pool (limit x reranker_top_k_multiplier) at the
-# default search limit of 10.
+# The first tier is fused from legs of a fixed depth and reranked alone: the spec's pool (limit x
+# reranker_top_k_multiplier, legs x CANDIDATE_FACTOR) at the default search limit of 10. A larger
+# limit only appends deeper tiers, so the first k hits of any request are the k-hit answer (issue
+# #11: limit 10 and limit 50 differed on 119 of 120 queries when the whole pool grew with the limit).
 FIRST_TIER_LIMIT = 10
+# Candidates whose precise entity is looked up at once (one SQL query): enough for the default limit's
+# hits after de-duplication, far fewer than the 50 reranked.
+PRECISE_WINDOW = 20
 
 
 def per_entity_token_budget(max_tokens: int, limit_entities: int) -> int:
@@ -118,8 +120,7 @@ class RetrievalOrchestrator:
                 sparse_ids, dense_ids = self.hybrid.legs(query, wanted * CANDIDATE_FACTOR)
                 current = self._index_is_current()
                 known = set(dense_ids) if current else self.store.existing_chunk_ids(dense_ids)
-                fused = reciprocal_rank_fusion(sparse_ids, dense_ids, alpha=self.alpha, known=known,
-                                               limit=wanted)
+                fused = self._tiered_fusion(sparse_ids, dense_ids, known, wanted)
                 if dense_ids and not sparse_ids:
                     # The dense leg always has nearest neighbours, even for words that mean nothing here
                     # (gibberish reaches 0.70 cosine, real questions start at 0.43): say so, never guess.
@@ -133,6 +134,20 @@ class RetrievalOrchestrator:
         fused = [FusedCandidate(cid, 1.0 / (RRF_K + rank + 1), rank, None)
                  for rank, cid in enumerate(sparse[:wanted])]
         return RetrievalMode.LEXICAL, fused, {"sparse": len(sparse)}
+
+    def _tiered_fusion(self, sparse_ids: list[str], dense_ids: list[str], known: Container[str],
+                       wanted: int) -> list[FusedCandidate]:
+        """The first tier fused from the legs cut at its own depth (so a deeper request cannot reorder
+        it), then the rest of the fusion of the whole legs, up to `wanted` candidates."""
+        tier = FIRST_TIER_LIMIT * self.top_k_multiplier
+        depth = tier * CANDIDATE_FACTOR
+        first = reciprocal_rank_fusion(sparse_ids[:depth], dense_ids[:depth], alpha=self.alpha, known=known,
+                                       limit=tier)
+        if wanted <= tier:
+            return first
+        taken = {f.chunk_id for f in first}
+        rest = reciprocal_rank_fusion(sparse_ids, dense_ids, alpha=self.alpha, known=known, limit=wanted)
+        return first + [f for f in rest if f.chunk_id not in taken][:wanted - len(first)]
 
     def _candidates(self, query: str, fused: Sequence[FusedCandidate], *, named: bool,
                     exclude: Container[str] = ()) -> list[tuple[Candidate, HitSource]]:
@@ -179,9 +194,8 @@ class RetrievalOrchestrator:
         """
         validate_query(query, limit_entities)
         errors: list[str] = []
-        # The pool is sized as for MIN_RANKED_LIMIT hits at least, so the first k hits of any
-        # request up to that limit are the k-hit answer (a pool that grows with the limit reorders).
-        wanted = max(limit_entities, MIN_RANKED_LIMIT) * self.top_k_multiplier
+        # At least the first tier's pool; a larger limit only adds deeper tiers (see _tiered_fusion).
+        wanted = max(limit_entities, FIRST_TIER_LIMIT) * self.top_k_multiplier
         exact = quoted_text(query)
         legs: dict[str, int] = {}
         if exact is not None:
@@ -193,8 +207,7 @@ class RetrievalOrchestrator:
                       for rank, (chunk, entity) in enumerate(matches)
                       if entity is not None or chunk.entity_id in owners]
             sources = {c.chunk.id: HitSource.EXACT for c, _ in ranked}
-            ranked = self._precise(exact, ranked)
-            hits = _unique_hits(ranked, sources, limit_entities, [])
+            hits = self._unique_hits(exact, ranked, sources, limit_entities, [])
         else:
             mode, fused, legs = self._fused(query, wanted, errors)
             # The first tier (the spec's pool for the default limit) is reranked on its own, so a
@@ -203,13 +216,13 @@ class RetrievalOrchestrator:
             candidates = self._candidates(query, fused[:tier], named=True)
             sources = {c.chunk.id: source for c, source in candidates}
             ranked = self._rerank(query, candidates, errors)
-            hits = _unique_hits(ranked, sources, limit_entities, [])
+            hits = self._unique_hits(query, ranked, sources, limit_entities, [])
             if len(hits) < limit_entities and len(fused) > tier:
                 deeper = self._candidates(query, fused[tier:], named=False, exclude=sources)
                 sources.update((c.chunk.id, source) for c, source in deeper)
                 more = self._rerank(query, deeper, errors)
                 ranked += more
-                hits = _unique_hits(more, sources, limit_entities, hits)
+                hits = self._unique_hits(query, more, sources, limit_entities, hits)
         if not hits:
             errors.append("nothing matched: try other words, an identifier, or a \"quoted name\"")
         dependencies = expand_dependencies(self.store, hits) if expand_deps and hits else []
@@ -218,13 +231,30 @@ class RetrievalOrchestrator:
 
     def _rerank(self, query: str, candidates: Sequence[tuple[Candidate, HitSource]],
                 errors: list[str]) -> list[tuple[Candidate, float]]:
-        """Rerank candidates, each then answered by the part of its chunk that matched."""
+        """Rerank candidates by the cross-encoder or the signals, recording a provider's error once."""
         ranked, rerank_error = rerank(query, [c for c, _ in candidates], self.signals, self.cross_encoder)
         if rerank_error and rerank_error not in errors:
             errors.append(rerank_error)
-        return self._precise(query, ranked)
+        return ranked
 
-    def _precise(self, query: str, ranked: list[tuple[Candidate, float]]) -> list[tuple[Candidate, float]]:
+    def _unique_hits(self, query: str, ranked: Sequence[tuple[Candidate, float]],
+                     sources: Mapping[str, HitSource], limit: int, hits: list[SearchHit]) -> list[SearchHit]:
+        """Append a hit for the best chunk of each entity not yet hit, up to `limit` hits in all; each
+        chunk is answered by its precise entity, looked up a window of candidates at a time."""
+        seen = {hit.entity_id for hit in hits}
+        window = max(PRECISE_WINDOW, 2 * limit)
+        for start in range(0, len(ranked), window):
+            for candidate, score in self._precise(query, ranked[start:start + window]):
+                if len(hits) >= limit:
+                    return hits
+                if candidate.entity.id in seen:
+                    continue
+                seen.add(candidate.entity.id)
+                hits.append(hit_for(candidate.entity, [candidate.chunk], score, sources[candidate.chunk.id]))
+        return hits
+
+    def _precise(self, query: str,
+                 ranked: Sequence[tuple[Candidate, float]]) -> list[tuple[Candidate, float]]:
         """Name the entity a chunk is about: a chunk that packs small members of its entity (a class's
         getters, a module's helpers) is answered by the member that matches more query words than the
         entity's own lines and name do."""
@@ -234,7 +264,7 @@ class RetrievalOrchestrator:
             if member.parent_id is not None:
                 members.setdefault(member.parent_id, []).append(member)
         if not members:
-            return ranked
+            return list(ranked)
         words = frozenset(tokenize(query))
         precise = []
         for candidate, score in ranked:
@@ -260,25 +290,13 @@ def _within(entity: Entity, chunk: Chunk) -> bool:
 
 def _lines(chunk: Chunk, start: int, end: int, skip: Sequence[tuple[int, int]] = ()) -> str:
     """The chunk's text of lines start..end, leaving out the `skip` spans."""
-    rows = chunk.text.split("\n")
-    return "\n".join(rows[line - chunk.start_line] for line in range(start, end + 1)
-                     if not any(a <= line <= b for a, b in skip))
+    rows = chunk.text.split("\n")[start - chunk.start_line:end - chunk.start_line + 1]
+    for first, last in skip:
+        for line in range(max(first, start), min(last, end) + 1):
+            rows[line - start] = ""
+    return "\n".join(rows)
 
 
 def _matched(words: frozenset[str], name: str, text: str) -> int:
     """How many of the query's words the name and the text hold."""
     return len(words.intersection(tokenize(name + "\n" + text)))
-
-
-def _unique_hits(ranked: Sequence[tuple[Candidate, float]], sources: Mapping[str, HitSource], limit: int,
-                 hits: list[SearchHit]) -> list[SearchHit]:
-    """Append hits for the best chunk of each entity not yet hit, up to `limit` hits in all."""
-    seen = {hit.entity_id for hit in hits}
-    for candidate, score in ranked:
-        if len(hits) >= limit:
-            break
-        if candidate.entity.id in seen:
-            continue
-        seen.add(candidate.entity.id)
-        hits.append(hit_for(candidate.entity, [candidate.chunk], score, sources[candidate.chunk.id]))
-    return hits
