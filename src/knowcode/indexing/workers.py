@@ -35,7 +35,7 @@ def _worker_context(preload: list[str]) -> BaseContext:
     if "forkserver" not in get_all_start_methods():
         return get_context("spawn")
     context = get_context("forkserver")
-    context.set_forkserver_preload([*preload, __name__])
+    context.set_forkserver_preload([*preload, __name__, f"{__package__}.forkserver_signals"])
     return context
 
 
