@@ -70,6 +70,9 @@ class Terminal:
         if self.pid == 0:  # the child: exec at once (nothing of the test process runs here)
             try:
                 os.chdir(cwd)
+                # A shell starts a command with Ctrl-C at its default; an ignored SIGINT would be
+                # inherited through exec from whatever the test process ignores at the moment.
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
                 os.execve(argv[0], argv, env)
             finally:
                 os._exit(127)
