@@ -38,7 +38,7 @@ REQUIRED_IN_INTERNALS = {
     "definition: float = 3.0", "definition_path: float = 1.5", "mention: float = 2.0",
     "file_name: float = 1.25", "phrase: float = 2.0", "prose_penalty: float = 0.5",
     "path_mention: float = 2.0",
-    "DIVERSE_QUERY_WORDS",
+    "DIVERSE_QUERY_TOKENS", "UNDIVERSE_QUERY_TOKENS",
     "FIRST_TIER_LIMIT = 10", "path_penalty: float = 0.5",
     "reexport_penalty: float = 0.6", "file_coherence: float = 1.05", "file_diversity: float = 0.5",
     "SOURCE_HUNGRY_TASKS", "MAX_DEPENDENCIES = 10", "0.0, HitSource.DEPENDENCY",

@@ -54,13 +54,16 @@ PHRASE_WINDOW_WORDS = 4
 # each carry the question, a 20-word question's incidental words do not (bench/questions: 0.525 ->
 # 0.543 NDCG@10 at 6; 4 and 8 within 0.005; the file-level set unchanged).
 SHORT_QUERY_WORDS = 6
-# Query length (in tokens) up to which file diversity applies in full. A short query names an area
-# and is answered by files; a long question is specific, and its answer is often two or three
-# functions of one file, which diversity would push apart. Past this length the damping exponent
-# shrinks as DIVERSE_QUERY_WORDS / tokens (measured, this repo's benchmarks: full diversity 0.419
-# span-level / 0.866 file-level NDCG@10, none 0.562 / 0.806, this rule at 2: 0.506 / 0.861, at 3:
-# 0.492 / 0.864, at 4: 0.472 / 0.865).
-DIVERSE_QUERY_WORDS = 3
+# File diversity by query length (distinct tokens). A short query names an area and is answered by
+# files, so further chunks of a ranked file are damped in full up to DIVERSE_QUERY_TOKENS; a long
+# question is specific, and its answer is often two or three functions of one file, which diversity
+# would push apart, so none is applied from UNDIVERSE_QUERY_TOKENS on, fading linearly between. The
+# file-level benchmark's non-symbol queries hold 0-12 tokens (96% at most 8), the span-level
+# questions 10-21 (92% at least 12). Measured (span-level / file-level NDCG@10): full diversity
+# everywhere 0.419 / 0.866, none 0.562 / 0.806, the earlier smooth rule (3 / tokens) 0.491 / 0.865,
+# this rule 0.557 / 0.866 (7-11: 0.561 / 0.866, 6-10: 0.562 / 0.865, 9-12: 0.555 / 0.866).
+DIVERSE_QUERY_TOKENS = 8
+UNDIVERSE_QUERY_TOKENS = 12
 # Words that make a query about documentation, so prose files are not penalised for it; only in a
 # query of at most DOC_QUESTION_WORDS distinct tokens (questions of 12-40 words hold 10-21; the issue
 # reports of bench/issues a median of 76).
@@ -147,7 +150,7 @@ class _Query:
         stripped = query.strip()
         words = frozenset(tokenize(stripped))
         shares = {"word_share": min(1.0, SHORT_QUERY_WORDS / max(1, len(words))),
-                  "diversity_share": min(1.0, DIVERSE_QUERY_WORDS / max(1, len(words)))}
+                  "diversity_share": _diversity_share(len(words))}
         if not is_symbol_query(stripped):
             return cls(stripped.lower(), words, None, "", "",
                        mentions=tuple("." + m.lower() for m in mentioned_symbols(stripped)),
@@ -159,6 +162,12 @@ class _Query:
         dotted = "." + ".".join(parts).lower() if len(parts) > 1 else ""
         return cls(stripped.lower(), words, frozenset(tokenize(" ".join(parts))), parts[-1], dotted,
                    mentions=(), phrases=(), paths=(), **shares)
+
+
+def _diversity_share(tokens: int) -> float:
+    """How strongly file diversity applies to a query of this many distinct tokens (1 full, 0 none)."""
+    fade = (UNDIVERSE_QUERY_TOKENS - tokens) / (UNDIVERSE_QUERY_TOKENS - DIVERSE_QUERY_TOKENS)
+    return min(1.0, max(0.0, fade))
 
 
 def _phrases(query: str) -> tuple[tuple[str, ...], ...]:

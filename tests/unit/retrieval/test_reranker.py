@@ -9,7 +9,6 @@ import pytest
 from knowcode.models import Chunk, Entity, EntityKind
 from knowcode.retrieval.reranker import (
     DEFAULT_TOP_K_MULTIPLIER,
-    DIVERSE_QUERY_WORDS,
     RECENT_SECONDS,
     SHORT_QUERY_WORDS,
     Candidate,
@@ -135,11 +134,17 @@ def test_file_diversity_and_coherence() -> None:
     assert [s for _, s in ranked] == pytest.approx([1.1, 0.99])
 
 
-def test_file_diversity_thins_out_in_long_questions() -> None:
+@pytest.mark.parametrize(("question", "damping"), [
+    ("alpha beta gamma delta", 1.0),  # a short query: full diversity
+    ("alpha beta gamma delta epsilon zeta eta theta", 1.0),  # 8 tokens: still full
+    ("alpha beta gamma delta epsilon zeta eta theta iota kappa", 0.5),  # 10: half way
+    ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu", 0.0),  # 12: none
+    ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron", 0.0),
+])
+def test_file_diversity_fades_out_in_long_questions(question: str, damping: float) -> None:
     first, second = _candidate(name="a", score=1.0), _candidate(name="b", score=0.9)
-    question = "why does alpha beta gamma delta epsilon zeta fail"  # 7 tokens
     ranked = score_signals(question, [first, second], replace(NEUTRAL, file_diversity=0.5), now=NOW)
-    assert [s for _, s in ranked] == pytest.approx([1.0, 0.9 * 0.5 ** (DIVERSE_QUERY_WORDS / 7)])
+    assert [s for _, s in ranked] == pytest.approx([1.0, 0.9 * 0.5 ** damping])
 
 
 @pytest.mark.parametrize(("query", "expected"), [
