@@ -23,6 +23,12 @@ def split_path_line(text: str) -> tuple[str, int | None]:
     return match.group("path"), int(match.group("line"))
 
 
+def same_file(a: str, b: str) -> bool:
+    """Whether two `/`-separated paths name one file: equal, or either ends with "/" and the other
+    (a root-relative path and one cited with more or fewer leading folders; `app.py` is not `xapp.py`)."""
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
 def looks_like_path(text: str) -> bool:
     """True when a target reads as a file path (a separator, a leading `.` or `~`) rather than a name."""
     head = split_path_line(text)[0]

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from knowcode.paths import same_file
+
 CUTOFF = 10  # bench/README.md: the metric is NDCG@10, over the top 10 results
 CATEGORIES = ("semantic", "architecture", "symbol")  # bench/README.md: the query categories, report order
 
@@ -144,8 +146,7 @@ def normalize_path(path: str) -> str:
 
 def path_matches(target: str, result: str) -> bool:
     """Equal paths, or either one ends with "/" followed by the other (so `app.py` != `xapp.py`)."""
-    a, b = normalize_path(target), normalize_path(result)
-    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+    return same_file(normalize_path(target), normalize_path(result))
 
 
 def hit_matches(target: Target, hit: Hit) -> bool:

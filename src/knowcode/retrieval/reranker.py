@@ -21,6 +21,7 @@ from typing import Protocol
 from knowcode.indexing.languages import is_document_language
 from knowcode.indexing.tokenizer import tokenize
 from knowcode.models import Chunk, Entity
+from knowcode.paths import same_file
 
 RECENT_SECONDS = 7 * 24 * 3600  # spec: Reranking — "modified < 7 days"
 DEFAULT_TOP_K_MULTIPLIER = 5  # spec: Reranking — limit x reranker_top_k_multiplier go to the reranker
@@ -186,11 +187,6 @@ def _phrases(query: str) -> tuple[tuple[str, ...], ...]:
     return tuple(found)
 
 
-def _same_file(path: str, mentioned: str) -> bool:
-    """Whether a path named in a query is this root-relative path (either may hold more folders)."""
-    return path == mentioned or path.endswith("/" + mentioned) or mentioned.endswith("/" + path)
-
-
 @lru_cache(maxsize=1 << 14)
 def _path_facts(path: str) -> tuple[frozenset[str], bool, bool]:
     """(tokens of the file stem and its two parent folders, penalised path?, re-export file?)."""
@@ -230,7 +226,7 @@ def _signal_factor(candidate: Candidate, query: _Query, signals: RankingSignals,
         if defines and query.mentions and ("." + entity.qualified_name.lower()).endswith(query.mentions):
             factor *= signals.mention
         factor *= signals.file_name ** (min(2, len(query.words & path_words)) * query.word_share)
-        if any(_same_file(chunk.path, mentioned) for mentioned in query.paths):
+        if any(same_file(chunk.path, mentioned) for mentioned in query.paths):
             factor *= signals.path_mention
     if penalised:
         factor *= signals.path_penalty
