@@ -7,7 +7,9 @@ is indexed once before timing; every timed command finds it up to date.
 
 With ``--baseline-python`` (the interpreter of another install, e.g. a worktree of main with its own
 venv) every command also runs under that install, interleaved with this one's runs (the order flips
-every repeat), so both sets of medians share the machine's load of the moment.
+every repeat), so both sets of medians share the machine's load of the moment. Beside wall time, the
+CPU time each process used (user + system, all its threads) is reported: on a shared machine it moves
+less with the load than the wall time does.
 
     python benchmarks/cli_latency.py [--repo PATH] [--repeats N] [--baseline-python PYTHON]
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -50,11 +53,17 @@ def commands(python: Path, repo: Path) -> dict[str, list[str]]:
     }
 
 
-def seconds(command: list[str], env: dict[str, str]) -> float:
-    """Wall time of one fresh run of ``command`` (it must exit 0)."""
-    started = time.perf_counter()
+def cpu_of_children() -> float:
+    """CPU seconds (user + system) used so far by this process's finished children."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def seconds(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU time of one fresh run of ``command`` (it must exit 0)."""
+    cpu, started = cpu_of_children(), time.perf_counter()
     subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, cpu_of_children() - cpu
 
 
 def ask_route(python: Path, repo: Path, env: dict[str, str]) -> str:
@@ -80,8 +89,8 @@ def main() -> None:
     caches = {name: Path(tempfile.mkdtemp(prefix=f"knowcode-cli-latency-{name}-")) for name in installs}
     envs = {name: {**os.environ, "KNOWCODE_CACHE_DIR": str(cache)} for name, cache in caches.items()}
     timed = {name: commands(python, args.repo) for name, python in installs.items()}
-    times: dict[str, dict[str, list[float]]] = {name: {command: [] for command in timed[name]}
-                                               for name in installs}
+    times: dict[str, dict[str, list[tuple[float, float]]]] = {
+        name: {command: [] for command in timed[name]} for name in installs}
     try:
         for name, python in installs.items():  # each install indexes into its own cache, untimed
             subprocess.run([*knowcode_command(python), "index", str(args.repo)], env=envs[name], check=True,
@@ -98,15 +107,19 @@ def main() -> None:
     finally:
         for cache in caches.values():
             shutil.rmtree(cache, ignore_errors=True)
-    medians = {name: {command: round(statistics.median(runs), 3) for command, runs in by_command.items()}
-               for name, by_command in times.items()}
+    medians = {name: {command: round(statistics.median(wall for wall, _ in runs), 3)
+                      for command, runs in by_command.items()} for name, by_command in times.items()}
+    cpu = {name: {command: round(statistics.median(used for _, used in runs), 3)
+                  for command, runs in by_command.items()} for name, by_command in times.items()}
     result: dict[str, object] = {"measured_at": time.strftime("%Y-%m-%d %H:%M"), "repeats": args.repeats,
-                                 "median_seconds": medians["current"]}
+                                 "load_average_1min": round(os.getloadavg()[0], 1),
+                                 "median_seconds": medians["current"], "median_cpu_seconds": cpu["current"]}
     if args.baseline_python is not None:
-        baseline = medians[args.baseline_label]
-        result["baseline"] = {"label": args.baseline_label, "median_seconds": baseline}
-        result["speedup"] = {command: round(baseline[command] / medians["current"][command], 2)
-                             for command in baseline}
+        label = args.baseline_label
+        result["baseline"] = {"label": label, "median_seconds": medians[label],
+                              "median_cpu_seconds": cpu[label]}
+        result["speedup"] = {command: round(medians[label][command] / medians["current"][command], 2)
+                             for command in medians[label]}
     print(json.dumps(result, indent=2))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")

@@ -14,7 +14,7 @@ import json
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,22 +27,33 @@ if TYPE_CHECKING:
 NORM_EPSILON = 1e-32  # model2vec adds it to every norm before dividing (an empty text stays a zero row)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class StaticEncoder:
-    """A loaded static model; see :func:`load_static_encoder`."""
+    """A loaded static model; see :func:`load_static_encoder`. Not changed after loading, but for the
+    median token length it reads once, on first need (two threads would compute the same value)."""
 
     embedding: npt.NDArray[Any]  # (rows, dim): one row per token, or per cluster with a token mapping
     tokenizer: Tokenizer
     unk_token_id: int | None  # dropped from every text (word-level vocabularies emit it for unknown words)
-    median_token_length: int  # characters: texts are cut to max_tokens of them before tokenizing
     max_tokens: int  # tokens kept per text (its head); the tokenizer truncates to it
     weights: npt.NDArray[Any] | None = None  # per-token weights of a vocabulary-quantised model
     token_mapping: npt.NDArray[Any] | None = None  # token id -> embedding row, same kind of model
+    # The median vocabulary token length, in characters, filled on first need: reading the vocabulary
+    # costs ~0.01 s, and short texts (queries, the chunk heads an index embeds) never need it.
+    _median_token_length: int | None = field(default=None, repr=False)
 
     @property
     def dim(self) -> int:
         """Length of every vector."""
         return int(self.embedding.shape[1])
+
+    @property
+    def median_token_length(self) -> int:
+        """Characters of the median vocabulary token: texts are cut to max_tokens such tokens."""
+        if self._median_token_length is None:
+            lengths = (len(token) for token in self.tokenizer.get_vocab())
+            self._median_token_length = int(statistics.median(lengths))
+        return self._median_token_length
 
     def encode(self, texts: Sequence[str], *, batch_size: int) -> npt.NDArray[Any]:
         """Embed texts: the mean of their token vectors, L2-normalised, in the table's dtype.
@@ -51,8 +62,13 @@ class StaticEncoder:
         :param batch_size: texts per tokenizer call.
         :return: array (len(texts), dim); an empty text gives a zero row.
         """
-        cut = self.max_tokens * self.median_token_length  # as model2vec: bounds the tokenizer's work
-        heads = [text[:cut] for text in texts]
+        # As model2vec, texts are first cut to max_tokens median tokens' worth of characters (it bounds the
+        # tokenizer's work). A token is at least a character long, so a text of at most max_tokens
+        # characters is never cut, whatever the median.
+        heads = list(texts)
+        if any(len(text) > self.max_tokens for text in heads):
+            cut = self.max_tokens * self.median_token_length
+            heads = [text[:cut] for text in heads]
         batches = [self._encode_batch(heads[start:start + batch_size])
                    for start in range(0, len(heads), batch_size)]
         return np.concatenate(batches, axis=0)
@@ -118,17 +134,15 @@ def load_static_encoder(folder: Path, max_tokens: int) -> StaticEncoder:
 
     tensors = load_file(str(folder / "model.safetensors"))
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    vocabulary = tokenizer.get_vocab()
+    tokens = tokenizer.get_vocab_size(with_added_tokens=True)
     embedding, mapping = tensors["embeddings"], tensors.get("mapping")
-    if mapping is None and len(embedding) != len(vocabulary):
-        raise ValueError(f"static model in {folder}: {len(vocabulary)} tokens but {len(embedding)} vectors "
-                         "and no token mapping")
+    if mapping is None and len(embedding) != tokens:
+        raise ValueError(f"static model in {folder}: {tokens} tokens but {len(embedding)} vectors and no "
+                         "token mapping")
     padding = tokenizer.padding
     if padding is not None:  # as model2vec: no padding, the pad token kept
         tokenizer.enable_padding(pad_id=padding["pad_id"], pad_token=padding["pad_token"],
                                  pad_type_id=padding["pad_type_id"], length=0)
     tokenizer.enable_truncation(max_tokens)
-    return StaticEncoder(
-        embedding=embedding, tokenizer=tokenizer, unk_token_id=_unk_token_id(tokenizer),
-        median_token_length=int(statistics.median(len(token) for token in vocabulary)),
-        max_tokens=max_tokens, weights=tensors.get("weights"), token_mapping=mapping)
+    return StaticEncoder(embedding=embedding, tokenizer=tokenizer, unk_token_id=_unk_token_id(tokenizer),
+                         max_tokens=max_tokens, weights=tensors.get("weights"), token_mapping=mapping)
