@@ -82,8 +82,9 @@ def test_warm_search_loads_only_the_search(tmp_path: Path) -> None:
     assert code in (0, None)
     assert "pkg/util.py" in output  # it really searched, with both legs
     assert {"numpy", "bm25s", "tokenizers", "knowcode.retrieval.static_encoder"} <= set(modules)
-    # rich draws progress and errors: neither shows for a search whose stderr is not a terminal
-    assert loaded(modules, (*NEVER_FOR_SEARCH, "rich")) == []
+    # rich draws progress and errors: neither shows for a search whose stderr is not a terminal; bm25s
+    # imports tqdm (and asyncio through it) only when its progress bars are not switched off
+    assert loaded(modules, (*NEVER_FOR_SEARCH, "rich", "tqdm", "asyncio")) == []
 
 
 def test_context_loads_token_counting_but_no_server(tmp_path: Path) -> None:
