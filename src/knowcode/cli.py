@@ -1,36 +1,57 @@
-"""The `knowcode` command line: parse arguments, call the facade, render the result."""
+"""The `knowcode` command line: parse arguments, call the facade, render the result.
+
+Only typer and the few names the help text shows are imported up front; each command imports the
+engine, the renderer and rich when it runs. `--help` then costs the interpreter and typer, and
+`knowcode search` what the search needs (tests/unit/test_cli_imports.py names what stays out).
+"""
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from functools import cache
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from knowcode import __version__, mcp_server, render  # mcp_server imports the SDK only when it starts
+from knowcode import __version__, render
 from knowcode.analysis.call_graph import MAX_DEPTH
-from knowcode.engine import KnowCode
 from knowcode.errors import KnowCodeError
 from knowcode.models import AnswerRoute, TaskType, Verbosity
 from knowcode.progress import ProgressCallback, no_progress
-from knowcode.terminal_progress import TerminalProgress
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from knowcode.engine import KnowCode
 
 EXIT_BAD_INPUT = 2  # a missing path, a bad option or config: the caller can fix the call
 EXIT_FAILURE = 1  # KnowCode could not do the job (store unreadable, newer schema, ...)
 EXIT_INTERRUPTED = 130  # stopped by Ctrl-C (SIGINT): 128 + the signal number, as shells report it
 EXIT_TERMINATED = 143  # stopped by SIGTERM (128 + 15) before the work was done
+# bm25s's own switch for its progress bars, which KnowCode never shows: unset, importing bm25s imports
+# tqdm.auto and with it asyncio and importlib.metadata, ~0.09 s of CPU in every warm `search`.
+BM25S_NO_PROGRESS_ENV = "DISABLE_TQDM"
+
+# `knowcode mcp --port`: the value of mcp_server.DEFAULT_HTTP_PORT (a test keeps them equal), which
+# cannot be read here without importing the engine for every command's help.
+MCP_DEFAULT_HTTP_PORT = 8765
 
 app = typer.Typer(help="KnowCode: index a repository and ask it for code, context and answers.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-stderr = Console(stderr=True, soft_wrap=True)  # never break a path across lines
+
+
+@cache
+def _stderr() -> Console:
+    """The console for errors and progress (rich is imported only when one is shown)."""
+    from rich.console import Console
+
+    return Console(stderr=True, soft_wrap=True)  # never break a path across lines
 
 RepoOption = Annotated[Path, typer.Option("--repo", help="Repository folder.", show_default="current folder")]
 StoreOption = Annotated[Path | None, typer.Option("--store", help="Index folder (default: per-user cache).")]
@@ -62,7 +83,9 @@ def _options(version: Annotated[bool, typer.Option(
 
 
 def _fail(message: str, code: int) -> typer.Exit:
-    stderr.print(f"[bold red]error:[/] {escape(message)}", highlight=False)  # "knowcode[mcp]" is no markup
+    from rich.markup import escape
+
+    _stderr().print(f"[bold red]error:[/] {escape(message)}", highlight=False)  # "knowcode[mcp]" is no markup
     return typer.Exit(code)
 
 
@@ -77,19 +100,26 @@ def _errors() -> Iterator[None]:
         raise _fail(str(err), EXIT_FAILURE) from None
     except KeyboardInterrupt as interrupt:
         terminated = isinstance(interrupt, Terminated)
-        stderr.print(f"{'terminated (SIGTERM)' if terminated else 'interrupted'}: stopped; the index is as "
-                     "the last complete run left it", highlight=False)
+        _stderr().print(f"{'terminated (SIGTERM)' if terminated else 'interrupted'}: stopped; the index is "
+                        "as the last complete run left it", highlight=False)
         raise typer.Exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED) from None
 
 
 def _open(repo: Path, store: Path | None, config: Path | None,
           progress: ProgressCallback = no_progress) -> KnowCode:
+    from knowcode.engine import KnowCode
+
     return KnowCode.from_path(repo, store=store, config=config, progress=progress)
 
 
-def _progress() -> TerminalProgress:
+def _progress() -> AbstractContextManager[ProgressCallback]:
     """Progress rows on stderr for the command's long work (none off a terminal); use with `with`."""
-    return TerminalProgress(stderr)
+    isatty = getattr(sys.stderr, "isatty", None)
+    if not (callable(isatty) and isatty()):  # never drawn off a terminal (terminal_progress.draws_on)
+        return nullcontext(no_progress)
+    from knowcode.terminal_progress import TerminalProgress
+
+    return TerminalProgress(_stderr())
 
 
 @app.command()
@@ -261,6 +291,9 @@ def eval_(
                                    "seconds": round(report.seconds, 2), "report": artifact_data(report),
                                    "queries": outcomes}))
         return
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(title=f"{len(report.outcomes)} queries in {report.seconds:.1f}s", title_justify="left")
     table.add_column("task type")
     for column in ("queries", "eligible", "quality", "recall", "NDCG@10", "passes"):
@@ -309,8 +342,8 @@ def serve(
     with _errors(), _progress() as progress:
         engine = _open(repo, store, config)  # no progress for the re-indexing while it serves
         report = engine.index(progress)
-    stderr.print(render.index_report_text(report).splitlines()[0], highlight=False)
-    stderr.print(f"serving {engine.root} at http://{host}:{port}/api/v1 (OpenAPI: /docs); "
+    _stderr().print(render.index_report_text(report).splitlines()[0], highlight=False)
+    _stderr().print(f"serving {engine.root} at http://{host}:{port}/api/v1 (OpenAPI: /docs); "
                  f"auth: {'bearer token' if token else 'off, loopback only'}"
                  f"{'; watching for changes' if watch else ''}", highlight=False)
     # uvicorn shuts down gracefully on SIGTERM and SIGINT, then re-raises the signal: ours becomes a
@@ -329,11 +362,13 @@ def mcp(
     transport: Annotated[str, typer.Option("--transport", help="stdio, or http (streamable HTTP at /mcp).")]
     = "stdio",
     host: Annotated[str, typer.Option("--host", help="HTTP address (loopback only).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="HTTP port.")] = mcp_server.DEFAULT_HTTP_PORT,
+    port: Annotated[int, typer.Option("--port", help="HTTP port.")] = MCP_DEFAULT_HTTP_PORT,
     watch: Annotated[bool, typer.Option(
         "--watch", help="Re-index changed files as they change, instead of on the next tool call.")] = False,
 ) -> None:
     """Serve search, context, call graphs and impact to AI coding agents over MCP (stdout: protocol only)."""
+    from knowcode import mcp_server  # it imports the SDK only when the server starts
+
     with _errors():
         mcp_server.serve(repo or [Path()], store, config, transport=transport, host=host, port=port,
                          watch=watch)
@@ -341,6 +376,7 @@ def mcp(
 
 def main() -> None:
     """Console-script entry point."""
+    os.environ.setdefault(BM25S_NO_PROGRESS_ENV, "1")  # process settings belong to the entry point
     signal.signal(signal.SIGTERM, _on_sigterm)
     app(prog_name="knowcode")
 

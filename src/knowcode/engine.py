@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from knowcode.analysis import call_graph
-from knowcode.analysis.context_synthesizer import parse_verbosity, synthesize, validate_budget
 from knowcode.analysis.entity_context import entity_context
 from knowcode.analysis.token_counter import TokenCounter, default_counter
 from knowcode.config import AppConfig, default_store_dir, load_config, rate_limit_path
@@ -217,6 +216,12 @@ class KnowCode:
         :raises ValueError: an empty query, or a budget, limit, task type or verbosity out of range.
         :raises StoreError: the index cannot be read.
         """
+        from knowcode.analysis.context_synthesizer import (  # only context needs it: not loaded for search
+            parse_verbosity,
+            synthesize,
+            validate_budget,
+        )
+
         validate_budget(max_tokens)
         validate_query(query, limit_entities)
         chosen_verbosity = parse_verbosity(verbosity)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from knowcode.indexing import IndexReport
 from knowcode.models import (
     Answer,
     AnswerRoute,
@@ -18,6 +17,9 @@ from knowcode.models import (
     SearchResults,
     Verbosity,
 )
+
+if TYPE_CHECKING:
+    from knowcode.indexing import IndexReport
 
 MAX_LISTED_PATHS = 10  # per change kind in a human summary; --json has them all
 SNIPPET_LINES = 3  # non-blank lines of code shown under each search hit

@@ -431,3 +431,9 @@ def test_context_bad_options_are_bad_input(runner: CliRunner, repo: Path, store:
     assert result.stdout == ""
     assert "Traceback" not in result.output
     assert not store.exists()
+
+
+def test_mcp_port_default_is_the_servers() -> None:
+    from knowcode import cli, mcp_server
+
+    assert cli.MCP_DEFAULT_HTTP_PORT == mcp_server.DEFAULT_HTTP_PORT

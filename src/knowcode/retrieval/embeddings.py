@@ -13,7 +13,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -28,19 +28,17 @@ from knowcode.retrieval.remote_http import (
     api_key_headers,
     post_json,
 )
-
-if TYPE_CHECKING:
-    from model2vec import StaticModel
+from knowcode.retrieval.static_encoder import StaticEncoder, load_static_encoder
 
 Vectors = npt.NDArray[np.float32]
 
 STATIC_MODEL_DIR = Path(__file__).resolve().parent / "static_model"  # built by scripts/build_static_model.py
-STATIC_MODEL_FILES = ("model.safetensors", "tokenizer.json", "config.json")  # what model2vec reads
+STATIC_MODEL_FILES = ("model.safetensors", "tokenizer.json", "config.json")  # a model2vec folder
 # Recorded in every index: change the suffix whenever scripts/build_static_model.py writes a new model.
 STATIC_MODEL_NAME = "all-MiniLM-L6-v2-distilled-256d-v1"
 STATIC_DIMENSION = 256  # scripts/build_static_model.py DEFAULT_PCA_DIMS; DESIGN.md measured this size
 STATIC_MAX_TOKENS = 512  # model2vec's default; a 1,500-character code chunk is ~415 tokens, few are cut
-STATIC_BATCH_SIZE = 1024  # model2vec's encode default; it batches internally
+STATIC_BATCH_SIZE = 1024  # texts per tokenizer call: model2vec's encode default
 
 REMOTE_BATCH_SIZE = 128  # texts per request: under Voyage's 1,000 and OpenAI's 2,048, ~50k tokens of chunks
 DIMENSION_PROBE_TEXT = "dimension probe"  # embedded once when a remote dimension is neither set nor seen
@@ -126,27 +124,12 @@ def l2_normalize(vectors: npt.NDArray[Any]) -> Vectors:
     return unit
 
 
-def _read_static_model(folder: Path) -> StaticModel:
-    """The model2vec model in a local folder, built with its constructor.
-
-    ``StaticModel.from_pretrained`` gives the same model (a test compares them) but first imports
-    huggingface_hub's model-card code, ~0.4 s of every command's start on this machine, for a folder that
-    is never a hub id here.
-    """
-    from model2vec import StaticModel
-    from safetensors.numpy import load_file
-    from tokenizers import Tokenizer
-
-    tensors = load_file(str(folder / "model.safetensors"))
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    return StaticModel(vectors=tensors["embeddings"], tokenizer=tokenizer, config=config, normalize=True,
-                       weights=tensors.get("weights"), token_mapping=tensors.get("mapping"),
-                       max_length=config.get("max_length", STATIC_MAX_TOKENS))
-
-
 class StaticEmbeddingProvider:
-    """The default: a model2vec static model read from a local folder, offline, no torch."""
+    """The default: a model2vec static model read from a local folder, offline, no torch.
+
+    The model is read by :mod:`knowcode.retrieval.static_encoder` on first use, not by model2vec
+    (the same vectors, without model2vec's import cost).
+    """
 
     provider = EmbeddingProviderName.STATIC.value
     normalized = True
@@ -159,7 +142,7 @@ class StaticEmbeddingProvider:
         self.model_dir = model_dir or STATIC_MODEL_DIR
         self.model = STATIC_MODEL_NAME if model_dir is None else self.model_dir.name
         self._dimension = STATIC_DIMENSION if model_dir is None else None
-        self._static: StaticModel | None = None
+        self._static: StaticEncoder | None = None
         self._lock = threading.Lock()
 
     @property
@@ -169,16 +152,16 @@ class StaticEmbeddingProvider:
             self._dimension = int(self._load().dim)
         return self._dimension
 
-    def _load(self) -> StaticModel:
+    def _load(self) -> StaticEncoder:
         with self._lock:
             if self._static is None:
                 missing = [name for name in STATIC_MODEL_FILES if not (self.model_dir / name).is_file()]
-                if missing:  # model2vec would take a missing folder for a hub id and try to download it
+                if missing:  # model2vec (which wrote the folder) would take it for a hub id to download
                     raise EmbeddingError(
                         f"static embedding model incomplete in {self.model_dir} (missing "
                         f"{', '.join(missing)}): reinstall knowcode, or rebuild it with "
                         "scripts/build_static_model.py")
-                static = _read_static_model(self.model_dir)
+                static = load_static_encoder(self.model_dir, STATIC_MAX_TOKENS)
                 if self._dimension is not None and static.dim != self._dimension:
                     raise EmbeddingError(f"static model in {self.model_dir} has {static.dim} dims, expected "
                                          f"{self._dimension}: rebuild it with scripts/build_static_model.py")
@@ -195,10 +178,8 @@ class StaticEmbeddingProvider:
         """
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        # No model2vec thread pool: above 10k texts it sets TOKENIZERS_PARALLELISM for the whole process, and
-        # the Rust tokenizer already spreads each batch over the cores.
-        raw = self._load().encode(list(texts), max_length=STATIC_MAX_TOKENS, batch_size=STATIC_BATCH_SIZE,
-                                  use_multiprocessing=False)
+        # The Rust tokenizer spreads each batch over the cores: no thread pool of our own.
+        raw = self._load().encode(list(texts), batch_size=STATIC_BATCH_SIZE)
         return l2_normalize(raw)  # the model stores float16; normalise again in float32
 
 
