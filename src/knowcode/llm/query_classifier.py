@@ -92,7 +92,7 @@ _OPENERS = (r"how|what|why|where|which|who|whom|when|is|are|was|were|can|could|s
 
 _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
     TaskType.DEBUG: (
-        (r"\b(?:traceback|stack ?traces?|panick?(?:ed|s)?\b\s*(?:at|:)|segfault\w*|segmentation fault"
+        (r"\btraceback \(most recent|\b(?:panick?(?:ed|s)?\b\s*(?:at|:)|segfault\w*|segmentation fault"
          r"|core dump\w*)|\berrno\b|\bERR_[A-Z_]+\b", STRONG),
         # a pasted message: "Error: ...", "error[E0502]:", "warning: ...", "TypeError: ..."
         (r"\b\w*(?:error|exception|warning|fatal|panic)(?:\[\w+\])?\s*:", STRONG),
@@ -104,12 +104,14 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|never|twice|zero|empty|differ\w*|lose|loses|lost|ignored|skipped|missing|still|even)\b"
          r"|\bwhy\s*\?\s*$", STRONG),
         (r"\b(?:not working|doesn't work|does not work|isn't working|stopped\s+\w+ing|broken|what am i missing"
-         r"|what's going on|any idea why|expected|should\s+(?:\w+\s+){1,4}?but)\b"
-         r"|\b(?:debug\w*|diagnos(?:e|es|is|ing)|root cause|troubleshoot\w*)\b"
+         r"|what's going on|any idea why|expected|supposed to|shouldn't|should\s+(?:\S+\s+){1,8}?but)\b"
+         r"|\b(?:debug(?:ging)?|diagnos(?:e|ing)|troubleshoot(?:ing)?)\s+(?:this|it|the|my|our|why|an?)\b"
+         r"|\b(?:root cause|diagnosis)\b"
          r"|\bwhat(?:'s|\s+is|\s+went)\s+wrong\b", STRONG),
-        (r"\b(?:still|even\s+(?:with|though|after|when|if)|although|despite|instead(?!\s+of))\b", MEDIUM),
+        (r"\b(?:still|even\s+(?:with|though|after|when|if)|although|despite|instead|rather than)\b", MEDIUM),
         # a described symptom: the code does something it should not, or fails to do what it should
-        (r"\b(?:is|are|was|were|gets?|got|being)\s+(?:silently\s+|always\s+|never\s+)?(?:ignored|skipped"
+        (r"\b(?:is|are|was|were|gets?|got|being|arrives?|comes? (?:back|out)|ends? up|shows? up|turns? up)"
+         r"\s+(?:silently\s+|always\s+|never\s+)?(?:ignored|skipped"
          r"|lost|dropped|missing|empty|wrong|stale|duplicated|truncated|corrupt\w*)\b|\b(?:not|never)\s+(?:hit"
          r"|reached|called|applied|sent|released|invalidated|stored|run)\b|\b(?:never|always)\s+(?:\w+\s+)?"
          r"\w+(?:s|ed)\b"
@@ -127,19 +129,25 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|locally but|works? (?:\w+\s+){1,5}?but)\b", MEDIUM),
         (r"\bafter\s+(?:the\s+|a\s+|an\s+|i\s+|we\s+)?(?:upgrad|updat|deploy|migrat|adding|switch|chang"
          r"|rotat|install|mov|renam|enabl|bump|restart)\w*|\bregression\b", MEDIUM),
-        (r"\bfix(?:es|ed|ing)?\b|\bbug(?:s|gy)?\b|\b(?:exceptions?|throws?|thrown|raises|raised)\b", MEDIUM),
-        # a statement of four words or more that is neither a question nor a request usually reports what the
-        # code does (shorter ones are names or fragments)
-        (rf"^(?![^?]*\?)(?!\s*(?:{_OPENERS})\b)(?=\W*(?:\S+\s+){{3,}}\S)", WEAK),
-        (r"\b(?:errors?|unexpected\w*|incorrect|wrong|weird|strange|odd|warns?|complains?|refused|denied"
+        (r"\bfix(?:es|ed|ing)?\b|\bbug(?:s|gy)?\b|\b(?:traceback|stack ?traces?)\b", MEDIUM),
+        # "I registered a handler but ...": what the asker did, then what went wrong
+        (r"\b(?:i|we)\s+(?:\w+\s+)?(?:registered|set|added|configured|passed|defined|created|installed|enabled"
+         r"|marked|wrote|called|gave|used|tried|mounted|followed)\b[^.?!]{0,120}?\bbut\b"
+         r"|\bworks?\s+(?:fine|ok|well|correctly)\b", MEDIUM),
+        # a first sentence of four words or more that is neither a question nor a request usually reports what
+        # the code does (shorter ones are names or fragments)
+        (rf"^(?!\s*(?:{_OPENERS})\b)(?=\W*(?:\S+\s+){{3,}}\S)[^?]*?(?:[.;!](?:\s|$)|$)", WEAK),
+        (r"\b(?:errors?|exceptions?|throws?|thrown|raises|raised|unexpected\w*|incorrect|wrong|weird|strange"
+         r"|odd|warns?|complains?|refused|denied"
          r"|unreachable|slow\w*|spik\w+|grows?|keeps?|kept)\b", WEAK),
     ),
     TaskType.LOCATE: (
         # the whole query is one code name or path: Context.forward, parse_args, `useSelector`, app/x.rb
         (r"^\W*[\w$.:#/<>\[\]()@-]+\W*$", STRONG),
         (r"\bwhere(?:'s|\s+is|\s+are|\s+do|\s+does|\s+did|\s+can|\s+in)\b", STRONG),
-        (rf"\b(?:which|what|in which|in what)\s+(?:\w+\s+)?(?:{_CODE_NOUN}|handlers?|components?"
-         r"|middlewares?|services?|routes?|endpoints?|scripts?|templates?|places?|lines?|migrations?|beans?)\b",
+        (rf"\b(?:which|what|in which|in what)\s+(?:\w+\s+)?(?:{_CODE_NOUN}|handlers?|components?|helpers?"
+         r"|middlewares?|services?|routes?|endpoints?|scripts?|templates?|places?|lines?|migrations?|beans?"
+         r"|decorators?|parts? of the code(?:base)?)\b",
          STRONG),
         (r"\bfind\s+(?:the|all|every|where|me|each)\b|\blocat(?:e|ing|ion)\b|\bpoint(?:er)?\s+(?:me\s+)?to\b"
          r"|\b(?:show me|take me to|jump to|go to|navigate to)\b", STRONG),
@@ -170,7 +178,8 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:understand\w*|make sense of|confus\w+|idea behind|the point of)\b", MEDIUM),
         (r"\b(?:purpose|role|responsibilit\w+|meaning|rationale|intent|contract)\b", MEDIUM),
         (r"\b(?:instead of|rather than|versus|difference between|differ from|compared? (?:to|with))\b", MEDIUM),
-        (r"\bwhy\s+(?:do|did|does|is|are)\s+(?:we|you|they|there|the\s+\w+\s+(?:need|have|use))\b", MEDIUM),
+        (r"\bwhy\s+(?:do|did|does|is|are)\s+(?:we|you|they|there|the\s+\w+\s+(?:need|have|use))\b"
+         r"|\b(?:do|does|will|would)\s+(?:they|it|\w+)\s+still\b", MEDIUM),  # a rationale, a hypothetical
         (r"\b(?:tell me (?:how|why|what)|clarify|elaborate)\b", MEDIUM),
         (r"\bwhat(?:'s|\s+is|\s+are|\s+does|\s+do)\b", WEAK),  # any question opens this way: a weak cue
         (r"\bwhy\b", WEAK),
@@ -193,18 +202,20 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|language|parser|api|route|field|column|method|class|module|tool|type|mode|format|integration"
          r"|reducer|hook|chart|auth\w*|serialization|output|schema)s?\b", STRONG),
         (r"\bwhere\s+(?:should|would|could)\b", STRONG),  # where a new piece would go
-        (r"\badd(?:s|ed|ing)?\b|\b(?:implementing|implementation of)\b", MEDIUM),
+        # "add" as the asker's intent ("I want to add", "we could add"), not code that adds something
+        (r"\b(?:to|please|then|just|(?:can|could|should|shall) (?:we|i)|let's)\s+add\b|^\W*adding\b"
+         r"|\b(?:implementing|implementation of)\b", MEDIUM),
         (r"\b(?:plugins?|plug-ins?|hooks?|extension points?|adapters?|configurable|customi[sz]able"
          r"|pluggable|subclass\w*)\b", MEDIUM),  # extension mechanisms
         (r"\b(?:create|build|write|introduce|integrate|wire up|hook up)\b", MEDIUM),
         (r"\b(?:i|we)(?:\s+(?:want|need|would like)|'d like)\b", MEDIUM),
-        (r"\b(?:allow\w*|enable|scaffold\w*|generat(?:e|ing)|set up|integrations?|support)\b", MEDIUM),
+        (r"\b(?:scaffold\w*|generat(?:e|ing)|set up|integrations?|support)\b", MEDIUM),
         (r"\b(?:expos(?:e|ing)|provid(?:e|ing)|overrid(?:e|able)|plug(?:ging)?\s+in|custom|pass in)\b", MEDIUM),
         (r"\b(?:let|allow)s?\s+(?:users?|callers?|clients?|people)\b|\b(?:feature|enhancement|capability)\b",
          MEDIUM),
         (r"\bhow\s+(?:would|could|can|should)\s+(?:i|we)\b", WEAK),
         (r"\b(?:config(?:uration)? options?|flags?|settings?|parameters?|options?)\b", WEAK),
-        (r"\bso\s+(?:that\s+)?(?:users?|it|we|you|the)\b|\blet'?s\b|\b(?:too|as well|also|alongside)\b", WEAK),
+        (r"\blet'?s\b|\b(?:as well|alongside)\b", WEAK),
     ),
     TaskType.REVIEW: (
         (r"\b(?:review\w*|audit\w*|critique|critici[sz]e|sanity[- ]check\w*|double[- ]check\w*|look over"
@@ -214,7 +225,7 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|unsafe|correct|right|ok|okay|fine|enough|complete|sound|secure|robust|problems?|issues?|mistakes?"
          r"|bad idea|good idea"
          r"|dangerous|risky|consistent|inconsistent|idempotent|break|leak\w*|lose|proper|acceptable"
-         r"|gracefully|wrong|missing|testing anything|premature|the right thing)\b", STRONG),
+         r"|gracefully|wrong|missing|testing anything|premature|the right thing|hide|mask|swallow)\b", STRONG),
         (r"\b(?:security|secure|vulnerab\w+|injection|xss|csrf|exploit\w*|unsafe|saniti[sz]\w+|traversal"
          r"|authori[sz]ation|permission checks?)\b", STRONG),
         (r"\b(?:race conditions?|data races?|concurren\w+|thread[- ]?safe\w*|thread-safety)\b"
@@ -242,18 +253,18 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|tl;?dr|orientation|lay of the land)\b", STRONG),
         (r"\b(?:tour|onboard\w*|new (?:here|to (?:this|the))|get(?:ting)? started"
          r"|where (?:should|do|can) (?:i|we) (?:start|begin)|read first)\b", STRONG),
-        (r"\bwhat\s+(?:(?:is|does)\s+)?(?:this|the)\s+(?:repo|repository|codebase|project|library|tool|app"
+        (r"\bwhat\s+(?:(?:is|does)\s+)?(?:this|the)\s+(?:\w+\s+)?(?:repo|repository|codebase|project|library|tool|app"
          r"|application|package|service|system)\w*(?:\s+(?:even\s+)?(?:does|do|is|solve\w*|provide\w*))?\b"
          r"|^\W*what\s+is\s+this\W*$", STRONG),
         (r"\b(?:moving parts|subsystems?|fit together|main abstractions|core concepts"
-         r"|layers|ecosystem)\b", MEDIUM),
+         r"|layers of|ecosystem|split (?:between|across))\b", MEDIUM),
         (r"\b(?:tech(?:nology)? stack|languages?|frameworks?|libraries|dependencies|requirements|platforms"
          r"|runtimes)\b", MEDIUM),
-        (r"\b(?:this|the)\s+(?:repo|repository|codebase|code ?base|project|application|app|monorepo|system"
-         r"|package|library|service)\b",
+        (r"\bthis\s+(?:\w+\s+)?(?:repo|repository|codebase|code ?base|project|application|app|monorepo|system"
+         r"|package|library|service)\b|\bthe\s+(?:repo|repository|codebase|code ?base|project|monorepo)\b",
          MEDIUM),
-        (r"\b(?:organi[sz]ed|organi[sz]ation|layout|structure|architecture|monolith\w*)\b", STRONG),
-        (r"\b(?:directory|directories|folders?|split between)\b", MEDIUM),
+        (r"\b(?:organi[sz]ed|organi[sz]ation|layout|laid out|structure|architecture|monolith\w*)\b", STRONG),
+        (r"\b(?:directory|directories|folders?)\b", WEAK),
         (r"\blist\s+(?:all|the|of|every)\b|\b(?:how many|how big|how large|size of|how mature)\b", MEDIUM),
         (r"\b(?:main|key|core|major|top[- ]level)\s+(?:modules|components|parts|pieces|packages|features"
          r"|concepts|dependencies|areas|directory|directories)\b", MEDIUM),
@@ -261,7 +272,7 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          MEDIUM),
         (r"\b(?:briefly|in a nutshell|in short|elevator pitch|tell me about|entry ?points?|readme|statistics"
          r"|stats|public api)\b", MEDIUM),
-        (r"\b(?:in general|overall|generally|broadly|at a high level|whole system)\b", MEDIUM),
+        (r"\b(?:in general|overall|generally|broadly|at a high level|whole system|at the top level)\b", MEDIUM),
         (r"\b(?:source files|modules|packages|components|services)\b", WEAK),
     ),
 }
