@@ -93,6 +93,13 @@ _OPENERS = (r"how|what|why|where|which|who|whom|when|is|are|was|were|can|could|s
             r"|describe|walk|show|find|list|locate|review|check|summari[sz]e|tell|i'd|we'd|i\s+want|we\s+want"
             r"|i\s+need|we\s+need|i'm trying|please|help|extend|introduce|allow|enable|expose|teach|point|go"
             r"|critique|look|break|outline|assess|evaluate")
+# A sign that a sentence has a finite verb: a subject pronoun, an auxiliary or negation, a past tense, or a
+# determiner-led subject followed by a verb and its complement ("the dev server reloads in a loop").
+_FINITE_VERB = (r"(?=[^?]*?\b(?:i|we|it|they|my|our|is|are|was|were|isn't|aren't|wasn't|doesn't|don't|didn't"
+                r"|won't|can't|cannot|never|always|still|gets?|got|keeps?|does|did|has|have|had|\w{3,}ed)\b"
+                r"|\W*(?:the|a|an|this|that|these|those|every|each|some|its|their)\s+(?:\S+\s+){0,4}?\w+s\s+"
+                r"(?:the|a|an|in|on|at|to|into|with|from|after|before|when|whenever|every|each|all|no|nothing"
+                r"|forever|immediately|twice|again|back|up|out|off|only|itself|me|us|them|it)\b)")
 
 _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
     TaskType.DEBUG: (
@@ -128,10 +135,11 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|explod\w+|blows? up)\b", MEDIUM),
         (r"\b(?:returns?|returning|gives?|shows?|prints?|outputs?|says|reports?|comes? back|ends? up)\s+"
          r"(?:(?:as|an?|the|with|me)\s+)?(?:no|nothing|none|null|undefined|nan|empty|wrong|incorrect|zero|0"
-         r"|[45]\d\d|the (?:default|same|old|plain))\b|\b[45]\d\d\s+(?-i:[A-Z][a-z]+)", MEDIUM),
+         r"|[45]\d\d|the (?:default|same|old|plain))\b"
+         r"|\b[45]\d\d\s+(?:(?-i:[A-Z][a-z]+)|from|on|when|errors?)\b", MEDIUM),
         (r"(?:^|\b(?:i'm|i am|we're|we are|keep|still)\s+)getting\b|\b(?:i|we)\s+(?:get|got|see|saw)\b"
          r"|\b(?:sometimes|randomly|intermittent\w*|sporadic\w*|flaky|under load|in (?:prod|production|ci)"
-         r"|locally but|works? (?:\w+\s+){1,5}?but)\b", MEDIUM),
+         r"|locally but|works? (?:\w+\s+){1,5}?but|only (?:on|in|when|for|with|under|after|if))\b", MEDIUM),
         (r"\bafter\s+(?:the\s+|a\s+|an\s+|i\s+|we\s+)?(?:upgrad|updat|deploy|migrat|adding|switch|chang"
          r"|rotat|install|mov|renam|enabl|bump|restart)\w*|\bregression\b", MEDIUM),
         (r"\bfix(?:es|ed|ing)?\b|\bbug(?:s|gy)?\b|\b(?:traceback|stack ?traces?)\b", MEDIUM),
@@ -139,9 +147,10 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:i|we)\s+(?:\w+\s+)?(?:registered|set|added|configured|passed|defined|created|installed|enabled"
          r"|marked|wrote|called|gave|used|tried|mounted|followed)\b[^.?!]{0,120}?\bbut\b"
          r"|\bworks?\s+(?:fine|ok|well|correctly)\b", MEDIUM),
-        # a first sentence of four words or more that is neither a question nor a request usually reports what
-        # the code does (shorter ones are names or fragments)
-        (rf"^(?!\s*(?:{_OPENERS})\b)(?=\W*(?:\S+\s+){{3,}}\S)[^?]*?(?:[.;!](?:\s|$)|$)", WEAK),
+        # a first sentence of four words or more, with a sign of a finite verb, that is neither a question nor
+        # a request usually reports what the code does (shorter ones, or verbless keyword phrases such as
+        # "session cookie key rotation", are names or search terms)
+        (rf"^(?!\s*(?:{_OPENERS})\b){_FINITE_VERB}(?=\W*(?:\S+\s+){{3,}}\S)[^?]*?(?:[.;!](?:\s|$)|$)", WEAK),
         (r"\b(?:errors?|exceptions?|throws?|thrown|raises|raised|unexpected\w*|incorrect|wrong|weird|strange"
          r"|odd|warns?|complains?|refused|denied"
          r"|unreachable|slow\w*|spik\w+|grows?|keeps?|kept)\b", WEAK),
