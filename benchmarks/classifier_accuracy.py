@@ -8,6 +8,8 @@ tests/data/classifier_README.md for how each was written and which were tuned on
 * ``classifier_queries_v2_tuning.jsonl`` (266) and ``classifier_queries_v2_holdout.jsonl`` (263): issue 13's
   set of developer questions about many codebases, split once before tuning; the cues were tuned on the
   first half only;
+* ``classifier_queries_v3_tuning.jsonl`` (101) and ``classifier_queries_v3_holdout.jsonl`` (99): 200 long
+  questions (symptoms and goals, few code names), split and tuned on the same way;
 * the shared span-level questions (``../shared/bench/questions/*.json``, 120 with a ``task`` label), a test
   set that is never tuned on; skipped with a note when the folder is absent.
 
@@ -34,8 +36,8 @@ from knowcode.models import TaskType
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 DATA = ROOT / "tests" / "data"
-DEFAULT_SETS = (DATA / "classifier_queries.jsonl", DATA / "classifier_queries_holdout.jsonl",
-                DATA / "classifier_queries_v2_tuning.jsonl", DATA / "classifier_queries_v2_holdout.jsonl")
+DEFAULT_SETS = tuple(DATA / f"classifier_queries{name}.jsonl" for name in (
+    "", "_holdout", "_v2_tuning", "_v2_holdout", "_v3_tuning", "_v3_holdout"))
 # Where the shared span-level questions are looked for: the benchmark folder corpus_sets.py uses
 # ($KNOWCODE_BENCH_DIR, else bench/ beside the repository, else ../shared/bench), its questions/ folder.
 BENCH_DIR_ENV = "KNOWCODE_BENCH_DIR"
@@ -155,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Evaluate each query set, print the figures and record them as JSON; return the exit status."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--queries", type=Path, nargs="+", default=list(DEFAULT_SETS),
-                        help="JSON Lines files of {query, task_type} (default: the four sets in tests/data)")
+                        help="JSON Lines files of {query, task_type} (default: the six sets in tests/data)")
     parser.add_argument("--shared-questions", type=Path, default=None, metavar="DIR",
                         help="folder of the shared span-level questions (*.json with a task label; default: "
                              f"questions/ in ${BENCH_DIR_ENV} or ../shared/bench); skipped when absent")

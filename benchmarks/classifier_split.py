@@ -87,7 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     tuning, holdout = split_halves(rows, args.seed)
     write_rows(args.tuning, tuning)
     write_rows(args.holdout, holdout)
-    print(f"{len(rows)} rows: {len(tuning)} tuning -> {args.tuning}, {len(holdout)} held-out -> {args.holdout}")
+    print(f"{len(rows)} rows: {len(tuning)} tuning -> {args.tuning}, "
+          f"{len(holdout)} held-out -> {args.holdout}")
     return 0
 
 
