@@ -1,19 +1,32 @@
-"""Accuracy and confusion matrix of the query classifier on labelled query sets.
+"""Accuracy, per-type precision and recall, confusion matrix and confidence curve of the query classifier.
 
-Each set is JSON Lines, one ``{"query": ..., "task_type": ...}`` per line. The default sets are
-``tests/data/classifier_queries.jsonl`` (the tuning set: the cues were adjusted while looking at it) and
-``tests/data/classifier_queries_holdout.jsonl`` (written after the cues were frozen and never tuned on;
-its figure is the honest one). Rows of the matrix are the labels, columns the predictions.
+The labelled sets (JSON Lines, one ``{"query": ..., "task_type": ...}`` a line; see
+tests/data/classifier_README.md for how each was written and which were tuned on):
 
-    python benchmarks/classifier_accuracy.py [--queries FILE ...] [--out FILE]
+* ``classifier_queries.jsonl`` (174) and ``classifier_queries_holdout.jsonl`` (48): the first tuning set
+  and its held-out questions, about KnowCode itself;
+* ``classifier_queries_v2_tuning.jsonl`` (266) and ``classifier_queries_v2_holdout.jsonl`` (263): issue 13's
+  set of developer questions about many codebases, split once before tuning; the cues were tuned on the
+  first half only;
+* ``classifier_queries_v3_tuning.jsonl`` (101) and ``classifier_queries_v3_holdout.jsonl`` (99): 200 long
+  questions (symptoms and goals, few code names), split and tuned on the same way;
+* the shared span-level questions (``../shared/bench/questions/*.json``, 120 with a ``task`` label), a test
+  set that is never tuned on; skipped with a note when the folder is absent.
+
+Rows of the confusion matrix are the labels, columns the predictions. Accuracy by confidence bin shows
+whether the confidence means something: a higher bin should be right more often.
+
+    python benchmarks/classifier_accuracy.py [--queries FILE ...] [--shared-questions DIR] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,31 +35,97 @@ from knowcode.models import TaskType
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-DEFAULT_SETS = (ROOT / "tests" / "data" / "classifier_queries.jsonl",
-                ROOT / "tests" / "data" / "classifier_queries_holdout.jsonl")
+DATA = ROOT / "tests" / "data"
+DEFAULT_SETS = tuple(DATA / f"classifier_queries{name}.jsonl" for name in (
+    "", "_holdout", "_v2_tuning", "_v2_holdout", "_v3_tuning", "_v3_holdout"))
+# Where the shared span-level questions are looked for: the benchmark folder corpus_sets.py uses
+# ($KNOWCODE_BENCH_DIR, else bench/ beside the repository, else ../shared/bench), its questions/ folder.
+BENCH_DIR_ENV = "KNOWCODE_BENCH_DIR"
+BENCH_CANDIDATES = (ROOT / "bench", ROOT.parent / "shared" / "bench")
+SHARED_SET = "shared_questions"
+# Confidence bins for the accuracy curve (issue 13: "report how accuracy varies with confidence"): quarters
+# of [0, 1], the last one closed so a confidence of exactly 1.0 falls in it.
+CONFIDENCE_BINS: tuple[tuple[float, float], ...] = ((0.0, 0.25), (0.25, 0.5), (0.5, 0.75), (0.75, 1.0))
+
+Labelled = list[tuple[str, TaskType]]
 
 
-def load_queries(path: Path) -> list[tuple[str, TaskType]]:
+def load_queries(path: Path) -> Labelled:
     """Read ``(query, task_type)`` pairs from a JSON Lines file, skipping blank lines."""
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [(row["query"], TaskType(row["task_type"])) for row in rows]
 
 
+def load_shared_questions(folder: Path) -> Labelled:
+    """Read ``(query, task)`` pairs from every ``*.json`` list in the shared questions folder, by file name.
+
+    :param folder: the folder of JSON lists whose items carry ``query`` and ``task``.
+    :return: the labelled questions; items without a ``task`` are skipped.
+    """
+    labelled: Labelled = []
+    for path in sorted(folder.glob("*.json")):
+        items = json.loads(path.read_text(encoding="utf-8"))
+        labelled += [(item["query"], TaskType(item["task"])) for item in items if item.get("task")]
+    return labelled
+
+
+def default_shared_folder() -> Path | None:
+    """The shared questions folder: ``questions/`` in $KNOWCODE_BENCH_DIR, else in the first known
+    benchmark folder; None when there is none."""
+    benches = [Path(os.environ[BENCH_DIR_ENV])] if os.environ.get(BENCH_DIR_ENV) else list(BENCH_CANDIDATES)
+    for bench in benches:
+        if (bench / "questions").is_dir():
+            return bench / "questions"
+    return None
+
+
+def bin_label(low: float, high: float) -> str:
+    """``[0.5,0.75)``, or ``[0.75,1.0]`` for the last bin, which includes 1.0."""
+    closing = "]" if high >= CONFIDENCE_BINS[-1][1] else ")"
+    return f"[{low},{high}{closing}"
+
+
+def _bin_of(confidence: float) -> int:
+    for index, (_, high) in enumerate(CONFIDENCE_BINS):
+        if confidence < high:
+            return index
+    return len(CONFIDENCE_BINS) - 1
+
+
 def evaluate(labelled: Iterable[tuple[str, TaskType]]) -> dict[str, Any]:
-    """Classify every query; return the count, accuracy, per-type recall and the confusion matrix."""
+    """Classify every query and score the predictions.
+
+    :param labelled: ``(query, expected type)`` pairs.
+    :return: the count, correct count, accuracy, per-type precision (types never predicted left out) and
+        recall (types never expected left out), the confusion matrix, accuracy by confidence bin and
+        the misses.
+    """
     matrix = {expected.value: {predicted.value: 0 for predicted in TaskType} for expected in TaskType}
-    misses: list[dict[str, str]] = []
+    bins = [{"bin": bin_label(low, high), "queries": 0, "correct": 0} for low, high in CONFIDENCE_BINS]
+    misses: list[dict[str, Any]] = []
     for query, expected in labelled:
-        predicted = classify(query).task_type
+        result = classify(query)
+        predicted = result.task_type
         matrix[expected.value][predicted.value] += 1
+        slot = bins[_bin_of(result.confidence)]
+        slot["queries"] += 1
+        slot["correct"] += predicted is expected
         if predicted is not expected:
-            misses.append({"query": query, "expected": expected.value, "predicted": predicted.value})
+            misses.append({"query": query, "expected": expected.value, "predicted": predicted.value,
+                           "confidence": round(result.confidence, 3)})
+    labels = [task.value for task in TaskType]
     total = sum(sum(row.values()) for row in matrix.values())
-    correct = sum(matrix[task.value][task.value] for task in TaskType)
+    correct = sum(matrix[label][label] for label in labels)
     recall = {label: round(row[label] / sum(row.values()), 4)
               for label, row in matrix.items() if sum(row.values())}
+    predicted_counts = {label: sum(matrix[expected][label] for expected in labels) for label in labels}
+    precision = {label: round(matrix[label][label] / count, 4)
+                 for label, count in predicted_counts.items() if count}
+    for slot in bins:
+        slot["accuracy"] = round(slot["correct"] / slot["queries"], 4) if slot["queries"] else None
     return {"queries": total, "correct": correct, "accuracy": round(correct / total, 4) if total else 0.0,
-            "recall": recall, "confusion": matrix, "misses": misses}
+            "precision": precision, "recall": recall, "confusion": matrix, "by_confidence": bins,
+            "misses": misses}
 
 
 def format_matrix(matrix: dict[str, dict[str, int]]) -> str:
@@ -58,22 +137,54 @@ def format_matrix(matrix: dict[str, dict[str, int]]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    """Evaluate each query set, print accuracy and the matrix, and record the results as JSON."""
+def format_report(name: str, report: dict[str, Any]) -> str:
+    """Accuracy, per-type precision/recall, the matrix and the confidence curve of one set, as text."""
+    def figure(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    labels = [task.value for task in TaskType]
+    lines = [f"{name}: accuracy {report['accuracy']:.4f} ({report['correct']}/{report['queries']})",
+             "type".ljust(13) + "".join(label[:7].rjust(8) for label in labels),
+             *(kind.ljust(13) + "".join(figure(report[kind].get(label)).rjust(8) for label in labels)
+               for kind in ("precision", "recall")),
+             format_matrix(report["confusion"]),
+             "confidence   " + "  ".join(f"{slot['bin']} {figure(slot['accuracy'])} (n={slot['queries']})"
+                                         for slot in report["by_confidence"])]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Evaluate each query set, print the figures and record them as JSON; return the exit status."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--queries", type=Path, nargs="+", default=list(DEFAULT_SETS),
-                        help="JSON Lines files of {query, task_type}")
+                        help="JSON Lines files of {query, task_type} (default: the six sets in tests/data)")
+    parser.add_argument("--shared-questions", type=Path, default=None, metavar="DIR",
+                        help="folder of the shared span-level questions (*.json with a task label; default: "
+                             f"questions/ in ${BENCH_DIR_ENV} or ../shared/bench); skipped when absent")
+    parser.add_argument("--no-shared", action="store_true", help="leave the shared questions out")
     parser.add_argument("--out", type=Path, default=RESULTS / "classifier_accuracy.json")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    sets: dict[str, Labelled] = {}
+    try:
+        for path in args.queries:
+            sets[path.name] = load_queries(path)
+        shared = None if args.no_shared else (args.shared_questions or default_shared_folder())
+        if shared is not None and shared.is_dir():
+            sets[SHARED_SET] = load_shared_questions(shared)
+        elif shared is not None:
+            print(f"shared questions: {shared} is not a folder; skipped", file=sys.stderr)
+    except (OSError, ValueError, KeyError) as error:  # a missing file, bad JSON, an unknown or absent label
+        print(f"classifier_accuracy: {type(error).__name__}: {error}", file=sys.stderr)
+        return 2
     result: dict[str, Any] = {"measured_at": time.strftime("%Y-%m-%d %H:%M"), "sets": {}}
-    for path in args.queries:
-        report = evaluate(load_queries(path))
-        result["sets"][path.name] = report
-        print(f"{path.name}: accuracy {report['accuracy']:.4f} ({report['correct']}/{report['queries']})")
-        print(format_matrix(report["confusion"]), end="\n\n")
+    for name, labelled in sets.items():
+        report = evaluate(labelled)
+        result["sets"][name] = report
+        print(format_report(name, report), end="\n\n")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

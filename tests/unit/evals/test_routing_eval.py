@@ -123,7 +123,7 @@ def test_hits_follow_the_benchmark_rules_and_counts_add_up(kc: KnowCode, tmp_pat
         entry(SLUGIFY, "other/text.py"),  # the same name in another folder: miss
         entry(SLUGIFY, "shop/cart.py"),  # only the top rung's bundle holds it
         entry("where is the discount applied", "pricing.py"),  # a suffix of shop/pricing.py: hit
-        entry("slugify", "shop/text.py"),  # a bare name: general
+        entry("overview of slugify", "shop/text.py"),  # an overview: general
     ]
     report = run_routing_eval(kc, query_set(tmp_path, entries), code_version="9.9.9")
 
