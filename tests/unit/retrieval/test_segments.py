@@ -1,0 +1,95 @@
+"""Segments and manifests: immutable folders linked into each generation, tombstones in the manifest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from knowcode.retrieval.segments import (
+    MANIFEST_FILE,
+    Manifest,
+    MergePolicy,
+    Segment,
+    SegmentEntry,
+    link_segment,
+    load_generation,
+    read_ids,
+)
+from knowcode.retrieval.sparse import Postings
+from knowcode.storage.vector_store import VectorStore
+
+
+def _segment(ids: list[str], texts: list[str], dense: bool = True) -> Segment:
+    vectors = VectorStore(ids, np.eye(len(ids), 4, dtype=np.float32)) if dense else None
+    return Segment(ids, Postings.build(texts), vectors)
+
+
+def test_policy_defaults_are_named() -> None:
+    assert MergePolicy() == MergePolicy(rebuild_fraction=0.2, max_deltas=10)
+
+
+def test_manifest_round_trip(tmp_path: Path) -> None:
+    manifest = Manifest((SegmentEntry("seg-a", 3, (0, 2)), SegmentEntry("seg-b", 1)), 1.2, 0.75, True)
+    manifest.save(tmp_path)
+    assert Manifest.load(tmp_path) == manifest
+    assert manifest.rows == 4
+
+
+def test_a_folder_without_a_manifest_or_of_another_format_has_none(tmp_path: Path) -> None:
+    assert Manifest.load(tmp_path) is None
+    (tmp_path / MANIFEST_FILE).write_text(json.dumps({"format": 999, "segments": []}))
+    assert Manifest.load(tmp_path) is None
+
+
+def test_a_missing_folder_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        Manifest.load(tmp_path / "gone")
+
+
+def test_segments_get_distinct_names() -> None:
+    assert _segment(["a"], ["xx"]).name != _segment(["a"], ["xx"]).name
+
+
+def test_saved_segments_load_as_one_index_without_deleted_rows(tmp_path: Path) -> None:
+    first = _segment(["a", "b", "c"], ["config", "render", "config page"])
+    second = _segment(["d"], ["config"])
+    entries = (SegmentEntry(first.name, 3, (1,)), second.save(tmp_path))
+    first.save(tmp_path)
+    assert read_ids(tmp_path, entries[0]) == ["a", "b", "c"]
+    sparse, dense = load_generation(tmp_path, Manifest(entries, 1.2, 0.75, True))
+    assert sorted(sparse.chunk_ids) == ["a", "c", "d"]
+    assert {cid for cid, _ in sparse.search("config render", 10)} == {"a", "c", "d"}
+    assert dense is not None and dense.chunk_ids == ["a", "c", "d"]
+
+
+def test_without_vectors_there_is_no_dense_index(tmp_path: Path) -> None:
+    segment = _segment(["a"], ["config"], dense=False)
+    sparse, dense = load_generation(tmp_path, Manifest((segment.save(tmp_path),), 1.2, 0.75, False))
+    assert dense is None and sparse.chunk_ids == ["a"]
+
+
+def test_linking_shares_the_files(tmp_path: Path) -> None:
+    segment = _segment(["a", "b"], ["config", "render"])
+    entry = segment.save(tmp_path / "old")
+    link_segment(tmp_path / "old", tmp_path / "new", entry)
+    old_files = sorted(p for p in (tmp_path / "old" / entry.name).rglob("*") if p.is_file())
+    assert old_files
+    for path in old_files:
+        twin = tmp_path / "new" / path.relative_to(tmp_path / "old")
+        assert twin.stat().st_ino == path.stat().st_ino  # a hard link, no bytes copied
+
+
+def test_linking_copies_where_links_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = _segment(["a"], ["config"]).save(tmp_path / "old")
+
+    def no_links(source: str, target: str) -> None:
+        raise OSError("links not supported")
+
+    monkeypatch.setattr("os.link", no_links)
+    link_segment(tmp_path / "old", tmp_path / "new", entry)
+    assert read_ids(tmp_path / "new", entry) == ["a"]
+    copied = tmp_path / "new" / entry.name / "ids.json"
+    assert copied.stat().st_ino != (tmp_path / "old" / entry.name / "ids.json").stat().st_ino
