@@ -30,6 +30,7 @@ from knowcode.indexing.tokenizer import tokenize
 # (config keys bm25_k1 / bm25_b override them).
 BM25_K1 = 1.2
 BM25_B = 0.75
+# file name endings of a saved segment (after its stem)
 _VOCABULARY_FILE = "vocabulary.json"
 _INDPTR_FILE = "indptr.npy"
 _DOCS_FILE = "docs.npy"
@@ -82,25 +83,25 @@ class Postings:
         np.cumsum(np.bincount(column, minlength=len(vocabulary)), out=indptr[1:])
         return cls(vocabulary, indptr, doc.astype(np.int32), counts.astype(np.int32), lengths)
 
-    def save(self, directory: Path) -> None:
-        """Write the arrays (.npy) and the vocabulary (a JSON list of terms by number) into a folder."""
-        directory.mkdir(parents=True, exist_ok=True)
+    def save(self, directory: Path, stem: str) -> None:
+        """Write the arrays (.npy) and the vocabulary (a JSON list of terms by number) into an existing
+        folder, as files named ``<stem>.<part>``."""
         terms = sorted(self.vocabulary, key=self.vocabulary.__getitem__)
-        (directory / _VOCABULARY_FILE).write_text(json.dumps(terms))
+        (directory / f"{stem}.{_VOCABULARY_FILE}").write_text(json.dumps(terms))
         for name, array in ((_INDPTR_FILE, self.indptr), (_DOCS_FILE, self.docs), (_TFS_FILE, self.tfs),
                             (_LENGTHS_FILE, self.lengths)):
-            np.save(directory / name, array)
+            np.save(directory / f"{stem}.{name}", array)
 
     @classmethod
-    def load(cls, directory: Path) -> Postings:
+    def load(cls, directory: Path, stem: str) -> Postings:
         """Load a saved segment; the arrays are memory-mapped, not read.
 
         :raises FileNotFoundError: a file of the segment is missing.
         """
-        terms = json.loads((directory / _VOCABULARY_FILE).read_text())
+        terms = json.loads((directory / f"{stem}.{_VOCABULARY_FILE}").read_text())
         # Plain-ndarray views of the mapped memory: every slice of a numpy.memmap goes through its
         # Python-level __getitem__, which cost ~1.5 ms a query on 20k chunks.
-        arrays = [np.asarray(np.load(directory / name, mmap_mode="r"))
+        arrays = [np.asarray(np.load(directory / f"{stem}.{name}", mmap_mode="r"))
                   for name in (_INDPTR_FILE, _DOCS_FILE, _TFS_FILE, _LENGTHS_FILE)]
         return cls({term: number for number, term in enumerate(terms)}, *arrays)
 

@@ -121,10 +121,11 @@ def test_first_build_writes_one_folder_and_records_it(build: Build, store: Store
     assert meta[SEARCH_GENERATION_KEY] == meta["content_generation"]
     assert json.loads(meta[SEARCH_PARAMS_KEY]) == {"k1": 1.2, "b": 0.75, "dense_text_chars": DENSE_TEXT_CHARS,
                                                     "extraction_version": EXTRACTION_VERSION}
-    [segment] = [p for p in (store_dir / folder).iterdir() if p.is_dir()]  # one segment: a scratch build
-    assert (segment / "sparse").is_dir()
-    assert (segment / "dense").is_dir()
-    assert (store_dir / folder / "manifest.json").is_file()
+    [segment] = _manifest(store_dir).segments  # one segment: a scratch build
+    names = {p.name for p in (store_dir / folder).iterdir()}
+    assert {f"{segment.name}.ids.json", f"{segment.name}.vectors.npy", f"{segment.name}.docs.npy"} <= names
+    assert {"manifest.json", "embedding.json"} <= names
+    assert not any(p.is_dir() for p in (store_dir / folder).iterdir())  # one folder: one rmdir to delete
 
 
 def test_nothing_changed_means_no_rebuild(build: Build, store: Store, store_dir: Path) -> None:

@@ -73,23 +73,27 @@ def test_without_vectors_there_is_no_dense_index(tmp_path: Path) -> None:
 
 def test_linking_shares_the_files(tmp_path: Path) -> None:
     segment = _segment(["a", "b"], ["config", "render"])
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
     entry = segment.save(tmp_path / "old")
     link_segment(tmp_path / "old", tmp_path / "new", entry)
-    old_files = sorted(p for p in (tmp_path / "old" / entry.name).rglob("*") if p.is_file())
-    assert old_files
+    old_files = sorted((tmp_path / "old").glob(f"{entry.name}.*"))
+    assert len(old_files) == 7  # ids, vectors, the vocabulary and the four postings arrays
+    assert {p.name for p in (tmp_path / "new").iterdir()} == {p.name for p in old_files}
     for path in old_files:
-        twin = tmp_path / "new" / path.relative_to(tmp_path / "old")
-        assert twin.stat().st_ino == path.stat().st_ino  # a hard link, no bytes copied
+        assert (tmp_path / "new" / path.name).stat().st_ino == path.stat().st_ino  # a hard link: no copy
 
 
 def test_linking_copies_where_links_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "old").mkdir()
     entry = _segment(["a"], ["config"]).save(tmp_path / "old")
 
     def no_links(source: str, target: str) -> None:
         raise OSError("links not supported")
 
     monkeypatch.setattr("os.link", no_links)
+    (tmp_path / "new").mkdir()
     link_segment(tmp_path / "old", tmp_path / "new", entry)
     assert read_ids(tmp_path / "new", entry) == ["a"]
-    copied = tmp_path / "new" / entry.name / "ids.json"
-    assert copied.stat().st_ino != (tmp_path / "old" / entry.name / "ids.json").stat().st_ino
+    name = f"{entry.name}.ids.json"
+    assert (tmp_path / "new" / name).stat().st_ino != (tmp_path / "old" / name).stat().st_ino

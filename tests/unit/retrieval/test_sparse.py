@@ -137,20 +137,20 @@ def test_deleted_rows_are_never_returned_and_do_not_count() -> None:
 @pytest.mark.parametrize("query", QUERIES)
 def test_save_then_load_gives_the_same_ranking(tmp_path: Path, query: str) -> None:
     built = Postings.build(tokens_of(DOCS))
-    built.save(tmp_path / "sparse")
-    loaded = SparseIndex([SparseSegment(list(DOCS), Postings.load(tmp_path / "sparse"))])
+    built.save(tmp_path, "seg")
+    loaded = SparseIndex([SparseSegment(list(DOCS), Postings.load(tmp_path, "seg"))])
     before = build().search(query, 10)
     assert before  # each query matches something
     assert loaded.search(query, 10) == before
 
 
 def test_load_memory_maps_the_arrays(tmp_path: Path) -> None:
-    Postings.build(tokens_of(DOCS)).save(tmp_path / "sparse")
-    loaded = Postings.load(tmp_path / "sparse")
+    Postings.build(tokens_of(DOCS)).save(tmp_path, "seg")
+    loaded = Postings.load(tmp_path, "seg")
     for array in (loaded.indptr, loaded.docs, loaded.tfs, loaded.lengths):
         assert type(array) is np.ndarray  # a plain view, so slicing skips memmap's Python overhead...
         assert isinstance(array.base, np.memmap)  # ...of the mapped file, not a copy in memory
-    terms = json.loads((tmp_path / "sparse" / "vocabulary.json").read_text())
+    terms = json.loads((tmp_path / "seg.vocabulary.json").read_text())
     assert loaded.vocabulary == {term: number for number, term in enumerate(terms)}
 
 
