@@ -216,5 +216,5 @@ def top_by_score(scores: npt.NDArray[np.floating], ids: Sequence[str], limit: in
         values = scores[candidates]
         cut = np.partition(values, len(values) - limit)[len(values) - limit]
         candidates = candidates[values >= cut]
-    ranked = sorted(candidates.tolist(), key=lambda row: (-scores[row], ids[row]))[:limit]
-    return [(ids[row], float(scores[row])) for row in ranked]
+    ranked = sorted(zip((-scores[candidates]).tolist(), (ids[row] for row in candidates.tolist())))
+    return [(cid, -negative) for negative, cid in ranked[:limit]]

@@ -74,9 +74,14 @@ class VectorStore:
         ids: list[str] = []
         matrices = []
         for store, deleted in parts:
-            keep = [row for row in range(len(store.chunk_ids)) if row not in deleted]
-            ids.extend(store.chunk_ids[row] for row in keep)
-            matrices.append(store.matrix if len(keep) == len(store.chunk_ids) else store.matrix[keep])
+            if not deleted:
+                ids.extend(store.chunk_ids)
+                matrices.append(store.matrix)
+                continue
+            live = np.ones(len(store.chunk_ids), dtype=bool)
+            live[list(deleted)] = False
+            ids.extend(cid for cid, alive in zip(store.chunk_ids, live.tolist(), strict=True) if alive)
+            matrices.append(store.matrix[live])
         width = parts[0][0].matrix.shape[1] if parts else 0
         matrix = np.concatenate(matrices) if matrices else np.zeros((0, width), dtype=np.float32)
         return cls(ids, matrix)
