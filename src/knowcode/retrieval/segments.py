@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from knowcode.retrieval.sparse import Postings, SparseIndex, SparseSegment
+from knowcode.storage import ann_index
+from knowcode.storage.ann_index import AnnIndex
 from knowcode.storage.vector_store import VectorStore
 
 MANIFEST_FILE = "manifest.json"
@@ -28,6 +30,7 @@ MANIFEST_FORMAT = 1  # bump when the manifest's or a segment's files change mean
 _SEGMENT_PREFIX = "seg-"
 _IDS_FILE = "ids.json"  # file name endings, after the segment's name and a dot
 _VECTORS_FILE = "vectors.npy"
+_GRAPH_FILE = "graph.usearch"  # the approximate graph of a segment of at least ANN_MIN_ROWS rows
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,8 @@ class Segment:
         self.postings.save(folder, self.name)
         if self.vectors is not None:
             self.vectors.save(folder, vectors_file=f"{self.name}.{_VECTORS_FILE}", with_ids=False)
+            if len(self.chunk_ids) >= ann_index.ANN_MIN_ROWS:
+                AnnIndex.build(self.vectors.matrix).save(folder / f"{self.name}.{_GRAPH_FILE}")
         (folder / f"{self.name}.{_IDS_FILE}").write_text(json.dumps(self.chunk_ids))
         return SegmentEntry(self.name, len(self.chunk_ids))
 
@@ -165,5 +170,10 @@ def load_generation(folder: Path, manifest: Manifest) -> tuple[SparseIndex, Vect
         sparse.append(SparseSegment(ids, Postings.load(folder, entry.name), deleted))
         if manifest.dense:
             dense.append((read_vectors(folder, entry, ids), deleted))
-    return (SparseIndex(sparse, k1=manifest.k1, b=manifest.b),
-            VectorStore.join(dense) if manifest.dense else None)
+    if not manifest.dense:
+        return SparseIndex(sparse, k1=manifest.k1, b=manifest.b), None
+    # Only the main segment is ever large enough for a graph (deltas are merged into a new main one
+    # long before), so the graph of the first segment is the one a search uses.
+    main_graph = folder / f"{manifest.segments[0].name}.{_GRAPH_FILE}" if manifest.segments else None
+    graph = AnnIndex.load(main_graph) if main_graph is not None and main_graph.is_file() else None
+    return SparseIndex(sparse, k1=manifest.k1, b=manifest.b), VectorStore.join(dense, graph)

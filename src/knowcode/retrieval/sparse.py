@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from knowcode.indexing.tokenizer import tokenize
+from knowcode.storage.topk import top_by_score
 
 # BM25 saturation and length normalisation: the Lucene defaults, which code-search studies keep
 # (config keys bm25_k1 / bm25_b override them).
@@ -199,22 +200,3 @@ class SparseIndex:
         scores = self.scores(tokenize(query))
         return top_by_score(scores, self._ids, limit, floor=0.0)
 
-
-def top_by_score(scores: npt.NDArray[np.floating], ids: Sequence[str], limit: int, *,
-                 floor: float | None = None) -> list[tuple[str, float]]:
-    """The `limit` highest scores with their ids, best first, ties by id; every row tied at the cut is
-    considered, so the result does not depend on row order.
-
-    :param scores: one score per row.
-    :param ids: the id of each row.
-    :param limit: how many to return.
-    :param floor: when set, only scores above it count.
-    :return: (id, score) pairs.
-    """
-    candidates = np.flatnonzero(scores > floor) if floor is not None else np.arange(len(scores))
-    if len(candidates) > limit:
-        values = scores[candidates]
-        cut = np.partition(values, len(values) - limit)[len(values) - limit]
-        candidates = candidates[values >= cut]
-    ranked = sorted(zip((-scores[candidates]).tolist(), (ids[row] for row in candidates.tolist())))
-    return [(cid, -negative) for negative, cid in ranked[:limit]]

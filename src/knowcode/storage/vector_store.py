@@ -3,17 +3,23 @@
 A search index keeps its vectors in segments as it keeps its postings (see
 :mod:`knowcode.retrieval.segments`): an update appends a small matrix for the new chunks and marks the
 rows of deleted ones, so a one-file edit never rewrites the whole matrix. A reader joins the live rows
-of every segment into one resident matrix.
+of every segment into one resident matrix. A large segment may carry an approximate graph
+(:mod:`knowcode.storage.ann_index`) that proposes candidates among its rows; the rows of the other
+segments are still scanned.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+
+from knowcode.storage.ann_index import ANN_OVERSAMPLE, AnnIndex
+from knowcode.storage.topk import top_by_score
 
 VECTORS_FILE = "vectors.npy"
 IDS_FILE = "vector_ids.json"
@@ -21,18 +27,30 @@ IDS_FILE = "vector_ids.json"
 FloatMatrix = npt.NDArray[np.float32]
 
 
-class VectorStore:
-    """Rows of `matrix` are the vectors of `chunk_ids`, in order; search is exact (brute force).
+@dataclass(frozen=True)
+class Approximate:
+    """A graph over the first rows of a store: key k is row ``rows[k]`` (-1: deleted since), and the
+    rows from `covered` on are not in it."""
 
-    DESIGN.md: numpy brute force is ~2 ms/query at 20k x 256, so no approximate index is needed
-    at the repository sizes KnowCode targets.
+    graph: AnnIndex
+    rows: npt.NDArray[np.int64]
+    covered: int
+
+
+class VectorStore:
+    """Rows of `matrix` are the vectors of `chunk_ids`, in order; search is exact (brute force) unless
+    `approximate` covers some rows.
+
+    DESIGN.md: numpy brute force is ~2 ms/query at 20k x 256; larger segments get a graph.
     """
 
-    def __init__(self, chunk_ids: list[str], matrix: FloatMatrix) -> None:
+    def __init__(self, chunk_ids: list[str], matrix: FloatMatrix,
+                 approximate: Approximate | None = None) -> None:
         if len(chunk_ids) != matrix.shape[0]:
             raise ValueError(f"{len(chunk_ids)} ids for {matrix.shape[0]} vectors")
         self.chunk_ids = chunk_ids
         self.matrix = matrix
+        self.approximate = approximate
         self.row_of = {chunk_id: row for row, chunk_id in enumerate(chunk_ids)}
 
     def save(self, directory: Path, *, vectors_file: str = VECTORS_FILE, with_ids: bool = True) -> None:
@@ -63,14 +81,24 @@ class VectorStore:
         return cls(ids, matrix)
 
     @classmethod
-    def join(cls, parts: Sequence[tuple[VectorStore, Collection[int]]]) -> VectorStore:
+    def join(cls, parts: Sequence[tuple[VectorStore, Collection[int]]],
+             graph: AnnIndex | None = None) -> VectorStore:
         """One store of the live rows of several, in order.
 
         :param parts: each store with the rows of it that were deleted.
+        :param graph: a graph over the rows of the first part, kept for its surviving rows.
         :return: a store whose rows are the surviving rows of the parts, part by part.
         """
+        approximate = None
+        if graph is not None and parts:
+            first, deleted = parts[0]
+            live = np.ones(len(first.chunk_ids), dtype=bool)
+            live[list(deleted)] = False
+            rows = np.where(live, np.cumsum(live) - 1, -1).astype(np.int64)
+            approximate = Approximate(graph, rows, int(live.sum()))
         if len(parts) == 1 and not parts[0][1]:
-            return parts[0][0]
+            whole = parts[0][0]
+            return whole if approximate is None else cls(whole.chunk_ids, whole.matrix, approximate)
         ids: list[str] = []
         matrices = []
         for store, deleted in parts:
@@ -84,7 +112,7 @@ class VectorStore:
             matrices.append(store.matrix[live])
         width = parts[0][0].matrix.shape[1] if parts else 0
         matrix = np.concatenate(matrices) if matrices else np.zeros((0, width), dtype=np.float32)
-        return cls(ids, matrix)
+        return cls(ids, matrix, approximate)
 
     def vectors_for(self, chunk_ids: Sequence[str]) -> dict[str, FloatMatrix]:
         """The stored vector of each known id (unknown ids are left out)."""
@@ -95,11 +123,22 @@ class VectorStore:
         order does not depend on how rows are spread over segments."""
         if not self.chunk_ids or limit <= 0:
             return []
-        scores = self.matrix @ query.astype(np.float32)
-        count = min(limit, len(scores))
-        top = np.argpartition(-scores, count - 1)[:count]
-        cut = scores[top].min()
-        tied = np.flatnonzero(scores >= cut)  # every row tied at the cut, not argpartition's pick
-        ranked = sorted(zip((-scores[tied]).tolist(), (self.chunk_ids[i] for i in tied.tolist()),
-                            tied.tolist(), strict=True))[:count]
-        return [(cid, float(scores[row])) for _, cid, row in ranked]
+        query = query.astype(np.float32)
+        if self.approximate is None:
+            return top_by_score(self.matrix @ query, self.chunk_ids, limit)
+        rows = self._candidates(self.approximate, query, min(limit, len(self.chunk_ids)))
+        scores = self.matrix[rows] @ query  # exact scores of the proposed rows
+        return top_by_score(scores, [self.chunk_ids[row] for row in rows.tolist()], limit)
+
+    def _candidates(self, approximate: Approximate, query: FloatMatrix, wanted: int) -> npt.NDArray[np.int64]:
+        """Rows to score: the graph's proposals that are still live, and every row it does not cover."""
+        count = wanted * ANN_OVERSAMPLE
+        while True:
+            keys = approximate.graph.candidates(query, count)
+            rows = approximate.rows[keys]
+            rows = rows[rows >= 0]
+            if len(rows) >= min(wanted, approximate.covered) or count >= approximate.graph.size:
+                break
+            count *= 4  # tombstones took the places: ask for more
+        rest = np.arange(approximate.covered, len(self.chunk_ids), dtype=np.int64)
+        return np.concatenate([rows, rest])

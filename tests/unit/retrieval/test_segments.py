@@ -19,6 +19,7 @@ from knowcode.retrieval.segments import (
     read_ids,
 )
 from knowcode.retrieval.sparse import Postings
+from knowcode.storage import ann_index
 from knowcode.storage.vector_store import VectorStore
 
 
@@ -97,3 +98,23 @@ def test_linking_copies_where_links_fail(tmp_path: Path, monkeypatch: pytest.Mon
     assert read_ids(tmp_path / "new", entry) == ["a"]
     name = f"{entry.name}.ids.json"
     assert (tmp_path / "new" / name).stat().st_ino != (tmp_path / "old" / name).stat().st_ino
+
+
+def test_a_segment_past_the_threshold_gets_a_graph_that_searches_use(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ann_index, "ANN_MIN_ROWS", 3)
+    big, small = _segment(["a", "b", "c"], ["config", "render", "page"]), _segment(["d"], ["config"])
+    entries = (big.save(tmp_path), small.save(tmp_path))
+    assert (tmp_path / f"{big.name}.graph.usearch").is_file()
+    assert not (tmp_path / f"{small.name}.graph.usearch").exists()
+    _, dense = load_generation(tmp_path, Manifest(entries, 1.2, 0.75, True))
+    assert dense is not None and dense.approximate is not None
+    assert dense.search(np.array([0, 1, 0, 0], dtype=np.float32), 1) == [("b", 1.0)]
+    assert dense.search(np.array([1, 0, 0, 0], dtype=np.float32), 2) == [("a", 1.0), ("d", 1.0)]
+
+
+def test_below_the_threshold_there_is_no_graph(tmp_path: Path) -> None:
+    entry = _segment(["a", "b"], ["config", "render"]).save(tmp_path)
+    assert not list(tmp_path.glob("*.usearch"))
+    _, dense = load_generation(tmp_path, Manifest((entry,), 1.2, 0.75, True))
+    assert dense is not None and dense.approximate is None

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from knowcode.indexing.tokenizer import tokenize
-from knowcode.retrieval.sparse import BM25_B, BM25_K1, Postings, SparseIndex, SparseSegment, top_by_score
+from knowcode.retrieval.sparse import BM25_B, BM25_K1, Postings, SparseIndex, SparseSegment
 
 DOCS = {
     "c1": "def load_config(path): read the config file and parse it",
@@ -220,9 +220,3 @@ def test_single_document_index() -> None:
     assert [cid for cid, _ in one.search("config", 5)] == ["only"]
     assert one.search("render", 5) == []
 
-
-def test_top_by_score_takes_every_row_tied_at_the_cut() -> None:
-    scores = np.array([1.0, 2.0, 2.0, 2.0, 0.0])
-    ids = ["e", "d", "b", "c", "a"]
-    assert top_by_score(scores, ids, 2) == [("b", 2.0), ("c", 2.0)]
-    assert top_by_score(scores, ids, 10, floor=0.0) == [("b", 2.0), ("c", 2.0), ("d", 2.0), ("e", 1.0)]
