@@ -267,7 +267,7 @@ def _write(store_dir: Path, generation: str, previous: Path | None, plan: _Plan,
         link_segment(previous, folder, entry)
     entries = list(plan.kept)
     if plan.added is not None:
-        entries.append(plan.added.save(folder))
+        entries.append(plan.added.save(folder, main=not entries))
     if embedder is not None:
         (folder / _EMBEDDING_FILE).write_text(json.dumps(asdict(EmbeddingSpec.of(embedder))))
     Manifest(tuple(entries), k1, b, embedder is not None).save(folder)

@@ -112,15 +112,17 @@ class Segment:
     vectors: VectorStore | None = None
     name: str = field(default_factory=lambda: f"{_SEGMENT_PREFIX}{secrets.token_hex(6)}")
 
-    def save(self, folder: Path) -> SegmentEntry:
+    def save(self, folder: Path, *, main: bool = True) -> SegmentEntry:
         """Write the segment into a generation folder.
 
+        :param folder: the generation folder.
+        :param main: it is the generation's first segment, the only one whose graph searches use.
         :return: its manifest entry.
         """
         self.postings.save(folder, self.name)
         if self.vectors is not None:
             self.vectors.save(folder, vectors_file=f"{self.name}.{_VECTORS_FILE}", with_ids=False)
-            if len(self.chunk_ids) >= ann_index.ANN_MIN_ROWS:
+            if main and len(self.chunk_ids) >= ann_index.ANN_MIN_ROWS:
                 AnnIndex.build(self.vectors.matrix).save(folder / f"{self.name}.{_GRAPH_FILE}")
         (folder / f"{self.name}.{_IDS_FILE}").write_text(json.dumps(self.chunk_ids))
         return SegmentEntry(self.name, len(self.chunk_ids))

@@ -107,6 +107,9 @@ def test_a_segment_past_the_threshold_gets_a_graph_that_searches_use(
     entries = (big.save(tmp_path), small.save(tmp_path))
     assert (tmp_path / f"{big.name}.graph.usearch").is_file()
     assert not (tmp_path / f"{small.name}.graph.usearch").exists()
+    delta = _segment(["e", "f", "g"], ["config", "render", "page"])
+    delta.save(tmp_path, main=False)  # a delta's graph would never be searched: none is built
+    assert not (tmp_path / f"{delta.name}.graph.usearch").exists()
     _, dense = load_generation(tmp_path, Manifest(entries, 1.2, 0.75, True))
     assert dense is not None and dense.approximate is not None
     assert dense.search(np.array([0, 1, 0, 0], dtype=np.float32), 1) == [("b", 1.0)]
