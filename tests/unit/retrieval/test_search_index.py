@@ -560,7 +560,7 @@ def test_a_failed_update_keeps_the_previous_generation(
     meta = store.meta()
     before = load_search_index(store, store_dir).sparse.search("alpha", 5)
 
-    def dying(self: object, folder: Path) -> object:
+    def dying(self: object, folder: Path, **options: object) -> object:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(search_index.Segment, "save", dying)
