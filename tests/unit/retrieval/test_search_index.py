@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -14,8 +15,10 @@ import pytest
 
 from knowcode.errors import EmbeddingMismatchError, StoreError
 from knowcode.indexing import index_repository
+from knowcode.indexing.indexer import EXTRACTION_VERSION
 from knowcode.retrieval import search_index
 from knowcode.retrieval.embeddings import EmbeddingSpec, Vectors
+from knowcode.retrieval.hybrid_index import reciprocal_rank_fusion
 from knowcode.retrieval.search_index import (
     DENSE_TEXT_CHARS,
     SEARCH_DIR_KEY,
@@ -24,6 +27,7 @@ from knowcode.retrieval.search_index import (
     load_search_index,
     update_search_index,
 )
+from knowcode.retrieval.segments import Manifest, MergePolicy, read_ids
 from knowcode.storage import Store
 from tests.conftest import write_tree
 
@@ -115,9 +119,13 @@ def test_first_build_writes_one_folder_and_records_it(build: Build, store: Store
     assert meta[SEARCH_DIR_KEY] == folder
     assert folder.startswith(f"search-{meta['content_generation']}-")
     assert meta[SEARCH_GENERATION_KEY] == meta["content_generation"]
-    assert json.loads(meta[SEARCH_PARAMS_KEY]) == {"k1": 1.2, "b": 0.75, "dense_text_chars": DENSE_TEXT_CHARS}
-    assert (store_dir / folder / "sparse").is_dir()
-    assert (store_dir / folder / "dense").is_dir()
+    assert json.loads(meta[SEARCH_PARAMS_KEY]) == {"k1": 1.2, "b": 0.75, "dense_text_chars": DENSE_TEXT_CHARS,
+                                                    "extraction_version": EXTRACTION_VERSION}
+    [segment] = _manifest(store_dir).segments  # one segment: a scratch build
+    names = {p.name for p in (store_dir / folder).iterdir()}
+    assert {f"{segment.name}.ids.json", f"{segment.name}.vectors.npy", f"{segment.name}.docs.npy"} <= names
+    assert {"manifest.json", "embedding.json"} <= names
+    assert not any(p.is_dir() for p in (store_dir / folder).iterdir())  # one folder: one rmdir to delete
 
 
 def test_nothing_changed_means_no_rebuild(build: Build, store: Store, store_dir: Path) -> None:
@@ -139,7 +147,7 @@ def test_loaded_index_matches_the_store(build: Build, store: Store, store_dir: P
     assert sorted(index.sparse.chunk_ids) == ids
     assert index.dense is not None
     assert sorted(index.dense.chunk_ids) == ids
-    assert index.dense.matrix.shape == (len(ids), CountingEmbedder.dimension)
+    assert index.dense.matrix.shape == (len(ids), CountingEmbedder.dimension)  # live rows only
     assert index.embedding == EmbeddingSpec("fake", "counting-v1", 8, True)
     assert index.sparse.search("alpha", 5)
 
@@ -184,7 +192,8 @@ def test_changing_bm25_parameters_rebuilds(build: Build, store: Store, store_dir
     [new] = search_folders(store_dir)
     assert new != old
     assert json.loads(store.meta()[SEARCH_PARAMS_KEY]) == {"k1": k1, "b": b,
-                                                            "dense_text_chars": DENSE_TEXT_CHARS}
+                                                            "dense_text_chars": DENSE_TEXT_CHARS,
+                                                            "extraction_version": EXTRACTION_VERSION}
     assert build(embedder, k1=k1, b=b) is False
     assert len(embedder.embedded) == embedded  # the vectors did not change: all reused
 
@@ -349,3 +358,240 @@ def test_missing_folder_is_rebuilt_even_if_nothing_changed(build: Build, store_d
     shutil.rmtree(store_dir / folder)
     assert build(None) is True
     assert len(search_folders(store_dir)) == 1
+
+
+# --- incremental updates rank exactly as a scratch build --------------------------------------------------
+
+WORDS = ["parse", "config", "render", "page", "cache", "token", "stream", "socket", "header", "cookie",
+         "thread", "pool", "queue", "worker", "retry", "timeout", "buffer", "decode", "encode", "path"]
+# Never rebuilds, and merges the deltas every third update: every step below takes the incremental path.
+DELTAS_ONLY = MergePolicy(rebuild_fraction=1e9, max_deltas=3)
+
+
+def _module(seed: int, functions: int = 4) -> str:
+    rng = random.Random(seed)
+    parts = []
+    for j in range(functions):
+        words = rng.sample(WORDS, 3)
+        body = " ".join(rng.choices(WORDS, k=rng.randint(1, 12)))
+        parts.append(f"def {words[0]}_{words[1]}_{j}({words[2]}):\n    \"\"\"{body}.\"\"\"\n"
+                     f"    return {words[2]}.{rng.choice(WORDS)}()\n\n\n")
+    return "".join(parts)
+
+
+def _steps(root: Path) -> Iterator[str]:
+    """Edit the tree step by step (edits, same-line edits, adds, deletes, renames), naming each step."""
+    edit(root / "m03.py", _module(1003, functions=6))
+    yield "edit"
+    write_tree(root, {f"new/n{i}.py": _module(2000 + i) for i in range(3)})
+    yield "add"
+    (root / "m05.py").unlink()
+    (root / "new/n1.py").unlink()
+    yield "delete"
+    (root / "m07.py").rename(root / "moved_m07.py")
+    yield "rename"
+    text = (root / "m09.py").read_text()
+    edit(root / "m09.py", text.replace("return", "return  ", 1))  # the same lines, new text
+    yield "same-line edit"
+    edit(root / "new/n0.py", _module(3000))
+    write_tree(root, {"new/n9.py": _module(3001)})
+    (root / "m11.py").unlink()
+    yield "edit, add and delete"
+    yield "nothing"
+    edit(root / "m03.py", _module(3))  # back to its first content
+    yield "revert"
+
+
+def _queries() -> list[str]:
+    rng = random.Random(5)
+    return [*WORDS, *(" ".join(rng.sample(WORDS, rng.randint(2, 4))) for _ in range(40))]
+
+
+def _assert_same_rankings(updated: search_index.SearchIndex, scratch: search_index.SearchIndex,
+                          embedder: CountingEmbedder, step: str) -> None:
+    assert sorted(updated.sparse.chunk_ids) == sorted(scratch.sparse.chunk_ids), step
+    assert updated.dense is not None and scratch.dense is not None
+    for query in _queries():
+        expected, found = scratch.sparse.search(query, 30), updated.sparse.search(query, 30)
+        assert [c for c, _ in found] == [c for c, _ in expected], (step, query)
+        assert [s for _, s in found] == pytest.approx([s for _, s in expected], rel=1e-9), (step, query)
+        vector = embedder.embed([query], query=True)[0]
+        dense_expected, dense_found = scratch.dense.search(vector, 30), updated.dense.search(vector, 30)
+        assert [c for c, _ in dense_found] == [c for c, _ in dense_expected], (step, query)
+        # float32 dot products: BLAS may sum a row in another order when the matrix has another shape
+        assert [s for _, s in dense_found] == pytest.approx([s for _, s in dense_expected], abs=1e-6)
+        known = set(scratch.sparse.chunk_ids)
+        fused = [reciprocal_rank_fusion([c for c, _ in sides[0]], [c for c, _ in sides[1]], alpha=0.2,
+                                        known=known, limit=10)
+                 for sides in ((found, dense_found), (expected, dense_expected))]
+        assert fused[0] == fused[1], (step, query)
+
+
+def test_incremental_updates_rank_exactly_as_a_scratch_build(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "tree", {f"m{i:02}.py": _module(i) for i in range(24)})
+    embedder = CountingEmbedder()
+    kept = Store.open(tmp_path / "kept")
+    segment_counts = []
+    try:
+        index_repository(root, kept, max_file_bytes=1 << 20, workers=1)
+        update_search_index(kept, tmp_path / "kept", embedder=embedder, k1=1.2, b=0.75)
+        for number, step in enumerate(_steps(root)):
+            index_repository(root, kept, max_file_bytes=1 << 20, workers=1)
+            update_search_index(kept, tmp_path / "kept", embedder=embedder, k1=1.2, b=0.75,
+                                policy=DELTAS_ONLY)
+            segment_counts.append(len(_manifest(tmp_path / "kept").segments))
+            scratch_dir = tmp_path / f"scratch{number}"
+            scratch = Store.open(scratch_dir)
+            try:
+                index_repository(root, scratch, max_file_bytes=1 << 20, workers=1)
+                update_search_index(scratch, scratch_dir, embedder=CountingEmbedder(), k1=1.2, b=0.75)
+                _assert_same_rankings(load_search_index(kept, tmp_path / "kept"),
+                                      load_search_index(scratch, scratch_dir), embedder, step)
+            finally:
+                scratch.close()
+    finally:
+        kept.close()
+    assert max(segment_counts) == 1 + DELTAS_ONLY.max_deltas  # deltas were appended...
+    assert 2 in segment_counts[segment_counts.index(max(segment_counts)):]  # ...and merged into one
+
+
+# --- what an incremental update writes --------------------------------------------------------------------
+
+
+def _manifest(store_dir: Path) -> Manifest:
+    [folder] = search_folders(store_dir)
+    manifest = Manifest.load(store_dir / folder)
+    assert manifest is not None
+    return manifest
+
+
+def _files(folder: Path) -> dict[str, os.stat_result]:
+    return {p.relative_to(folder).as_posix(): p.stat() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_a_one_file_edit_links_the_main_segment_and_adds_a_small_one(
+        repo: Path, store: Store, store_dir: Path) -> None:
+    write_tree(repo, {f"more/m{i}.py": _module(i) for i in range(30)})  # big enough for a delta
+    index_repository(repo, store, max_file_bytes=1 << 20, workers=1)
+    update_search_index(store, store_dir, embedder=CountingEmbedder(), k1=1.2, b=0.75)
+    [before] = search_folders(store_dir)
+    old_files = _files(store_dir / before)
+    [main] = _manifest(store_dir).segments
+    edit(repo / "more/m3.py", _module(103))
+    index_repository(repo, store, max_file_bytes=1 << 20, workers=1)
+    embedder = CountingEmbedder()
+    assert update_search_index(store, store_dir, embedder=embedder, k1=1.2, b=0.75) is True
+    [after] = search_folders(store_dir)
+    kept, added = _manifest(store_dir).segments
+    assert kept.name == main.name and kept.deleted  # the edited file's old chunks are tombstoned
+    new_ids = set(chunk_texts(store)) - set(read_ids(store_dir / after, kept))
+    assert added.rows == len(new_ids) == len(embedder.embedded)  # only the new chunks, embedded once
+    for name, stat in _files(store_dir / after).items():
+        if name.startswith(main.name):  # the same files (inodes), not copies: nothing rewritten
+            assert (stat.st_ino, stat.st_mtime_ns) == (old_files[name].st_ino, old_files[name].st_mtime_ns)
+    assert any(name.endswith("vectors.npy") for name in old_files if name.startswith(main.name))
+
+
+def test_deltas_past_the_rebuild_fraction_build_one_segment(repo: Path, store: Store,
+                                                            store_dir: Path) -> None:
+    policy = MergePolicy(rebuild_fraction=0.5, max_deltas=10)
+    build_all = lambda: update_search_index(store, store_dir, embedder=None, k1=1.2, b=0.75,  # noqa: E731
+                                            policy=policy)
+    write_tree(repo, {f"more/m{i}.py": _module(i) for i in range(10)})
+    index_repository(repo, store, max_file_bytes=1 << 20, workers=1)
+    build_all()
+    rows = _manifest(store_dir).rows
+    counts = []
+    for i in range(6):
+        edit(repo / f"more/m{i}.py", _module(100 + i))
+        index_repository(repo, store, max_file_bytes=1 << 20, workers=1)
+        build_all()
+        manifest = _manifest(store_dir)
+        counts.append(len(manifest.segments))
+        changed = sum(s.rows for s in manifest.segments[1:]) + sum(len(s.deleted) for s in manifest.segments)
+        assert changed <= 0.5 * manifest.segments[0].rows
+    assert counts[0] == 2 and 1 in counts  # a delta first, a rebuild once they grew past half the main one
+    assert rows > 0
+
+
+def test_a_change_that_keeps_every_chunk_keeps_the_folder(build: Build, repo: Path, store: Store,
+                                                          store_dir: Path) -> None:
+    build(None)
+    [folder] = search_folders(store_dir)
+    generation = store.meta()[SEARCH_GENERATION_KEY]
+    edit(repo / "alpha.py", REPO["alpha.py"] + "\n\n\n")  # new content, the same chunks
+    assert build(None) is True
+    assert store.meta()[SEARCH_GENERATION_KEY] == str(int(generation) + 1)
+    assert search_folders(store_dir) == [folder]
+    assert load_search_index(store, store_dir).generation == int(generation) + 1
+
+
+def test_a_reader_of_the_old_generation_keeps_working_after_the_swap(
+        build: Build, repo: Path, store: Store, store_dir: Path) -> None:
+    build(CountingEmbedder())
+    old = load_search_index(store, store_dir)
+    before = old.sparse.search("alpha beta", 10)
+    edit(repo / "alpha.py", "def alpha(value):\n    return beta(value)\n")
+    build(CountingEmbedder())
+    assert old.sparse.search("alpha beta", 10) == before  # its mapped files outlive their folder
+    assert load_search_index(store, store_dir).sparse.search("alpha beta", 10) != before
+
+
+def test_loading_retries_when_the_folder_is_swapped_out_midway(
+        build: Build, store: Store, store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    build(None)
+    real = search_index.load_generation
+    calls: list[Path] = []
+
+    def swapped_once(folder: Path, manifest: Manifest) -> object:
+        calls.append(folder)
+        if len(calls) == 1:
+            raise FileNotFoundError(folder / "seg-gone")
+        return real(folder, manifest)
+
+    monkeypatch.setattr(search_index, "load_generation", swapped_once)
+    assert load_search_index(store, store_dir).sparse.search("alpha", 5)
+    assert len(calls) == 2
+
+
+def test_a_failed_update_keeps_the_previous_generation(
+        build: Build, repo: Path, store: Store, store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    build(None)
+    meta = store.meta()
+    before = load_search_index(store, store_dir).sparse.search("alpha", 5)
+
+    def dying(self: object, folder: Path, **options: object) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(search_index.Segment, "save", dying)
+    edit(repo / "alpha.py", REPO["alpha.py"] + "\n\ndef omega():\n    return 'zebra'\n")
+    with pytest.raises(KeyboardInterrupt):
+        build(None)
+    assert {k: store.meta()[k] for k in (SEARCH_DIR_KEY, SEARCH_GENERATION_KEY)} == {
+        k: meta[k] for k in (SEARCH_DIR_KEY, SEARCH_GENERATION_KEY)}
+    assert load_search_index(store, store_dir).sparse.search("alpha", 5) == before
+    monkeypatch.undo()
+    assert build(None) is True
+    assert len(search_folders(store_dir)) == 1  # the dead run's folder is gone
+    assert load_search_index(store, store_dir).sparse.search("zebra", 5)
+
+
+def test_a_folder_written_before_segments_is_rebuilt_reusing_its_vectors(
+        build: Build, store: Store, store_dir: Path) -> None:
+    build(CountingEmbedder())
+    [folder] = search_folders(store_dir)
+    current = load_search_index(store, store_dir)
+    assert current.dense is not None
+    legacy = store_dir / "search-1-0ld0ld00"
+    current.dense.save(legacy / "dense")  # the old layout: dense/ and sparse/, no manifest
+    (legacy / "sparse").mkdir()
+    shutil.copy(store_dir / folder / "embedding.json", legacy / "embedding.json")
+    with store.transaction():
+        store.set_meta({SEARCH_DIR_KEY: legacy.name})
+    shutil.rmtree(store_dir / folder)
+    with pytest.raises(StoreError):
+        load_search_index(store, store_dir)  # not readable as it is ...
+    embedder = CountingEmbedder()
+    assert build(embedder) is True  # ... so the next run builds it again
+    assert embedder.embedded == []  # with the vectors it had
+    assert sorted(load_search_index(store, store_dir).sparse.chunk_ids) == sorted(chunk_texts(store))
