@@ -34,9 +34,6 @@ EXIT_BAD_INPUT = 2  # a missing path, a bad option or config: the caller can fix
 EXIT_FAILURE = 1  # KnowCode could not do the job (store unreadable, newer schema, ...)
 EXIT_INTERRUPTED = 130  # stopped by Ctrl-C (SIGINT): 128 + the signal number, as shells report it
 EXIT_TERMINATED = 143  # stopped by SIGTERM (128 + 15) before the work was done
-# bm25s's own switch for its progress bars, which KnowCode never shows: unset, importing bm25s imports
-# tqdm.auto and with it asyncio and importlib.metadata, ~0.09 s of CPU in every warm `search`.
-BM25S_NO_PROGRESS_ENV = "DISABLE_TQDM"
 
 # `knowcode mcp --port`: the value of mcp_server.DEFAULT_HTTP_PORT (a test keeps them equal), which
 # cannot be read here without importing the engine for every command's help.
@@ -376,7 +373,6 @@ def mcp(
 
 def main() -> None:
     """Console-script entry point."""
-    os.environ.setdefault(BM25S_NO_PROGRESS_ENV, "1")  # process settings belong to the entry point
     signal.signal(signal.SIGTERM, _on_sigterm)
     app(prog_name="knowcode")
 
