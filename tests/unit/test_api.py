@@ -229,10 +229,11 @@ def test_store_failure_is_503_and_internal_error_is_500(engine: KnowCode,
     def crash(*_: Any, **__: Any) -> Any:
         raise ZeroDivisionError("division by zero in /secret/path")
 
-    monkeypatch.setattr(engine, "search", unavailable)
+    # on the class: queries run on the facade's readers, not on the facade itself
+    monkeypatch.setattr(KnowCode, "search", unavailable)
     response = client.get(f"{API_PREFIX}/search", params={"q": "x"})
     assert response.status_code == 503 and response.json()["error"]["code"] == "unavailable"
-    monkeypatch.setattr(engine, "search", crash)
+    monkeypatch.setattr(KnowCode, "search", crash)
     response = client.get(f"{API_PREFIX}/search", params={"q": "x"})
     assert response.status_code == 500 and response.json()["error"]["code"] == "internal"
     assert "/secret/path" not in response.text
@@ -269,7 +270,7 @@ def test_ask_leaves_the_facade_free_while_the_model_answers(tmp_path: Path,
             return answer
 
         monkeypatch.setattr(facade, "ask", ask_and_stamp)
-        client = TestClient(create_app(facade, token=None))
+        client = TestClient(create_app(facade, token=None, readers=1))  # one reader: the search needs it
         replies: dict[str, Any] = {}
         asking = threading.Thread(target=lambda: replies.update(
             ask=client.post(f"{API_PREFIX}/ask", json={"question": "how does Engine run text"})))
