@@ -18,6 +18,7 @@ from knowcode.analysis.token_counter import TokenCounter, default_counter
 from knowcode.config import AppConfig, default_store_dir, load_config, rate_limit_path
 from knowcode.errors import StoreError
 from knowcode.indexing import IndexReport, index_repository, scan
+from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
 from knowcode.models import (
     Answer,
     CallTrace,
@@ -36,7 +37,12 @@ from knowcode.retrieval.cross_encoders import create_cross_encoder
 from knowcode.retrieval.embeddings import EmbeddingProvider, create_embedding_provider
 from knowcode.retrieval.orchestrator import RetrievalOrchestrator, RetrievalResult, validate_query
 from knowcode.retrieval.reranker import CrossEncoder
-from knowcode.retrieval.search_index import SearchIndex, load_search_index, update_search_index
+from knowcode.retrieval.search_index import (
+    SEARCH_GENERATION_KEY,
+    SearchIndex,
+    load_search_index,
+    update_search_index,
+)
 from knowcode.storage import Store
 from knowcode.storage.lock import writer_lock
 from knowcode.telemetry import TELEMETRY_FILE_NAME, TelemetryLog
@@ -78,6 +84,19 @@ def _index_key(meta: dict[str, str]) -> frozenset[tuple[str, str]]:
     """What identifies one state of the index: every meta row but the volatile ones (the search folder,
     the content generation, the search parameters... whatever the indexer records)."""
     return frozenset((key, value) for key, value in meta.items() if key not in _VOLATILE_META)
+
+
+# A reader that finds a run between its two commits (rows, then search index) waits this long at most
+# for the search index: a BM25 rebuild of 60k chunks takes a few seconds on 2 busy cores (index_speed).
+# Past it the query goes on, ranking with the previous search index (rows of changed files may miss).
+PUBLISH_WAIT_SECONDS = 10.0
+PUBLISH_POLL_SECONDS = 0.01  # how often it looks again meanwhile
+
+
+def _publishing(meta: dict[str, str]) -> bool:
+    """Whether a run committed its rows but not yet the search index built from them."""
+    search = meta.get(SEARCH_GENERATION_KEY)
+    return search is not None and search != meta.get(CONTENT_GENERATION_KEY, "0")
 
 
 # Index states whose search index stays loaded for the read-only facades: the newest, and the one
@@ -271,9 +290,7 @@ class KnowCode:
 
     def _follow(self) -> None:
         """A read-only facade: drop the orchestrator when the store holds another state of the index."""
-        if self._reader is None:
-            self._reader = Store.open(self.store_dir, create=False)
-        key = _index_key(self._reader.meta())
+        key = _index_key(self._reader_store().meta())
         if key != self._loaded_key:
             self._drop_orchestrator()
             self._loaded_key = key
@@ -296,9 +313,7 @@ class KnowCode:
         if self._in_snapshot:  # nested: already on one state
             yield self
             return
-        if self._reader is None:
-            self._reader = Store.open(self.store_dir, create=False)
-        connection = self._reader.connection
+        connection = self._reader_store().connection
         connection.execute("BEGIN")
         self._in_snapshot = True
         try:
@@ -309,8 +324,19 @@ class KnowCode:
             connection.execute("COMMIT")  # reads only: ends the read transaction
 
     def _load_current(self, connection: sqlite3.Connection) -> None:
-        """Follow the snapshot's state and load its search index now. A state read just before a
-        re-index committed may name a folder that re-index has since deleted: then read again, once."""
+        """Follow the snapshot's state and load its search index now.
+
+        A run commits the store's rows first and its search index after them: a state in between
+        (:func:`_publishing`) would rank with the previous search index over the new rows, so the
+        snapshot is taken again until the search index is published, for at most
+        PUBLISH_WAIT_SECONDS. A state read just before a re-index committed may name a search folder
+        that re-index has since deleted: then it is read again, once.
+        """
+        deadline = time.monotonic() + PUBLISH_WAIT_SECONDS
+        while _publishing(self._reader_store().meta()) and time.monotonic() < deadline:
+            connection.execute("COMMIT")
+            time.sleep(PUBLISH_POLL_SECONDS)
+            connection.execute("BEGIN")
         try:
             self._follow()
             self.orchestrator()
@@ -319,6 +345,11 @@ class KnowCode:
             connection.execute("BEGIN")
             self._follow()
             self.orchestrator()
+
+    def _reader_store(self) -> Store:
+        if self._reader is None:
+            self._reader = Store.open(self.store_dir, create=False)
+        return self._reader
 
     def retrieve(self, query: str, *, limit_entities: int = 3, max_tokens: int = 6000,
                  expand_deps: bool = True) -> RetrievalResult:
