@@ -21,12 +21,15 @@ Tool failures reach the agent as error text, never as a crash of the server.
 import dataclasses
 import hashlib
 import logging
+import os
+import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from knowcode import render
@@ -36,10 +39,11 @@ from knowcode.engine import KnowCode
 from knowcode.errors import KnowCodeError
 from knowcode.indexing import IndexReport
 from knowcode.readers import ReaderPool, auto_readers
-from knowcode.safety import check_text
+from knowcode.safety import check_text, split_host
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.transport_security import TransportSecuritySettings
 
     from knowcode.watcher import Watcher
 
@@ -441,6 +445,33 @@ def _configure_logging() -> None:
     logging.getLogger("bm25s").setLevel(logging.WARNING)  # it sets itself to DEBUG on import
 
 
+def transport_security(allowed_hosts: Sequence[str]) -> "TransportSecuritySettings":
+    """The SDK's Host and Origin checks (DNS rebinding): loopback on any port, as the SDK allows by
+    default, plus ``[server] allowed_hosts`` (the first repository's) as the HTTP API reads them: a name
+    on any port, or ``name:port`` on that port only.
+
+    :param allowed_hosts: the configured entries (checked by the config loader).
+    :return: the settings for the streamable HTTP transport.
+    """
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    for entry in allowed_hosts:
+        parsed = split_host(entry)
+        if parsed is None:
+            continue
+        name, port = parsed
+        name = f"[{name}]" if ":" in name else name  # an IPv6 address, as a Host header writes it
+        hosts += [f"{name}:{port}"] if port is not None else [name, f"{name}:*"]
+    origins = [f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                     allowed_origins=origins)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
 def serve(roots: list[Path], store: Path | None = None, config: Path | None = None,
           transport: str = "stdio", host: str = "127.0.0.1", port: int = DEFAULT_HTTP_PORT,
           watch: bool = False) -> None:
@@ -473,8 +504,13 @@ def serve(roots: list[Path], store: Path | None = None, config: Path | None = No
             raise MissingExtraError(f"--watch needs watchfiles: {INSTALL_HINT}") from err
     repos = Repositories.open(roots or [Path()], store, config)
     server = build_server(repos)
-    logger.info("serving %s over %s", ", ".join(str(r.engine.root) for r in repos.items), transport)
+    stopped = False
+    if transport == "stdio" and threading.current_thread() is threading.main_thread():
+        # asyncio's own Ctrl-C handler only cancels the main task, which then waits forever for the
+        # SDK's stdin reader; a plain KeyboardInterrupt stops the server as SIGTERM does.
+        signal.signal(signal.SIGINT, _interrupt)
     try:
+        logger.info("serving %s over %s", ", ".join(str(r.engine.root) for r in repos.items), transport)
         if watch:
             repos.start_watching()
         else:
@@ -482,8 +518,18 @@ def serve(roots: list[Path], store: Path | None = None, config: Path | None = No
         if transport == "stdio":
             server.run("stdio")
         else:
-            server.run("streamable-http", host=host, port=port)
+            server.run("streamable-http", host=host, port=port,
+                       transport_security=transport_security(repos.items[0].engine.config.server.allowed_hosts))
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (the CLI raises it alike): a requested stop, exit 0
+        logger.info("stopped")
+        stopped = True
     finally:
         repos.stop_watching()
         for item in repos.items:
             item.engine.close()
+    if stopped and transport == "stdio":
+        # The SDK reads stdin on a worker thread that no signal interrupts, and the interpreter would
+        # wait for it at exit until the client closed the pipe: everything is closed, so leave now.
+        logging.shutdown()
+        sys.stderr.flush()
+        os._exit(0)
