@@ -247,7 +247,7 @@ class KnowCode:
         """The retrieval orchestrator over the current index (indexing first if needed; a read-only
         facade follows the index instead: see :meth:`reader`)."""
         self.ensure_indexed()
-        if self._shared is not None:
+        if self._shared is not None and not self._in_snapshot:  # a snapshot followed when it began
             self._follow()
         if self._orchestrator is None:
             if self._reader is None:
@@ -585,27 +585,6 @@ class KnowCode:
         if not self._fresh:
             return self.index()
         return self.index() if self.changed_since_index() else None
-
-    def index_aside(self) -> IndexReport:
-        """Index with a second facade, so queries on this one keep the last complete index meanwhile.
-
-        Call :meth:`close` afterwards (under whatever serialises this facade's queries): the next
-        query then loads the new index generation.
-
-        It takes the store's writer lock as :meth:`index` does, so it waits for (and then skips the
-        work of) any other run on the store, in this process or another.
-
-        :return: what changed.
-        :raises StoreError: the store cannot be opened or written.
-        :raises StoreLockedError: another run held the store for longer than index_lock_timeout_seconds.
-        """
-        indexer = KnowCode(self.root, self.store_dir, self.config)
-        # The same providers: loading the embedding model again would cost ~0.5 s per re-index.
-        indexer._embedder, indexer._embedder_loaded = self.embedder(), True
-        try:
-            return indexer.index()
-        finally:
-            indexer.close()
 
 
 def open(root: str | Path, store: str | Path | None = None,  # noqa: A001 - the documented API name

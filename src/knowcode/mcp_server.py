@@ -5,13 +5,18 @@ when the server starts, so the rest of KnowCode works without the ``mcp`` extra.
 serves the protocol from a private copy of stdout and points the process's own stdout at stderr, so
 nothing but protocol can reach the client; logs go to stderr. Streamable HTTP binds loopback only.
 
-Each repository has one :class:`~knowcode.engine.KnowCode` facade, used by one tool call at a time
-(``ask_codebase`` holds it only while it builds bundles, not while a model answers). It is indexed on
-first use, and every call first brings it up to date (only changed files are parsed).
+Each repository has one writing :class:`~knowcode.engine.KnowCode` facade and a
+:class:`~knowcode.readers.ReaderPool`: tool calls run side by side, each on a read-only facade of its
+own, reading one committed state of the index (``ask_codebase`` borrows one only while it builds a
+bundle, not while a model answers). The index is built on first use, and every call first brings it
+up to date (only changed files are parsed); a change tracker (:class:`~knowcode.watcher.Watcher`
+without a callback) records which files change, so an unchanged tree costs a call nothing, and
+without a working tracker the tree is walked at most every ``[server] recheck_interval_seconds``.
 With ``--watch`` each repository is indexed at start and then re-indexed in the background as files
-change (with a second facade, swapped in when complete), so calls never wait for indexing. Every
-tool's result carries ``indexed_at`` (when the index it was answered from was built, epoch seconds)
-and ``pending_changes`` (changed paths not yet in that index: the batch being indexed now).
+change, while calls go on reading the last complete index. Every tool's result carries
+``indexed_at`` (when the index it was answered from was built, epoch seconds) and
+``pending_changes`` (changed paths seen that are not in that index: with ``--watch``, the batch being
+indexed now).
 Tool failures reach the agent as error text, never as a crash of the server.
 """
 
