@@ -120,19 +120,42 @@ def _cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of a process and its children so far (Linux /proc; 0 elsewhere)."""
     total = 0.0
     tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    pids = [pid]
-    try:
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            pids += [int(child) for child in (task / "children").read_text().split()]
-    except OSError:
-        return 0.0
-    for one in pids:
+    for one in _server_pids(pid):
         try:
             fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
         total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
     return total
+
+
+def _server_pids(pid: int) -> list[int]:
+    pids = [pid]
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            pids += [int(child) for child in (task / "children").read_text().split()]
+    except OSError:
+        return pids
+    return pids
+
+
+def _rss_mb(pid: int) -> float | None:
+    """Resident memory of a process and its children, MB (Linux /proc; shared pages count in each)."""
+    total = 0
+    for one in _server_pids(pid):
+        try:
+            status = Path(f"/proc/{one}/status").read_text()
+        except OSError:
+            continue
+        total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+    return round(total / 1024, 1) if total else None
+
+
+def _warm(base: str) -> None:
+    with httpx.Client(base_url=base, timeout=120) as warm:
+        for query in QUERIES:
+            for kind in ("search", "context"):
+                _request(warm, kind, query).raise_for_status()
 
 
 def _load(base: str, clients: int, seconds: float) -> tuple[list[_Client], float]:
@@ -174,16 +197,20 @@ def _serve(setup: ServerSetup, root: Path, store: Path, levels: list[int],
         _wait_ready(base, server)
         ready_seconds = time.perf_counter() - started
         stats = httpx.get(f"{base}/stats", timeout=60).json()
-        with httpx.Client(base_url=base, timeout=60) as warm:
-            for _ in range(setup.workers):  # each worker process loads its index on first use
-                for query in QUERIES:
-                    for kind in ("search", "context"):
-                        _request(warm, kind, query).raise_for_status()
-        results = {}
+        # Each worker process loads its index on first use: warm over several connections at once,
+        # which the kernel spreads over the workers.
+        warmers = [threading.Thread(target=_warm, args=(base,)) for _ in range(2 * setup.workers)]
+        for warmer in warmers:
+            warmer.start()
+        for warmer in warmers:
+            warmer.join(START_TIMEOUT_SECONDS)
+        results: dict[int, dict[str, Any]] = {}
+        rss = _rss_mb(server.pid)
         for clients in levels:
             cpu_before = _cpu_seconds(server.pid)
             workers, elapsed = _load(base, clients, seconds)
-            results[clients] = _level(workers, elapsed, _cpu_seconds(server.pid) - cpu_before)
+            results[clients] = {**_level(workers, elapsed, _cpu_seconds(server.pid) - cpu_before),
+                                "server_rss_mb_after_warmup": rss}
     finally:
         server.terminate()
         server.wait(60)

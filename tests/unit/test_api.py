@@ -317,3 +317,26 @@ def test_serve_without_the_server_extra_prints_the_pip_command(runner: CliRunner
     result = runner.invoke(app, ["serve", "--repo", str(tmp_path)])
     assert result.exit_code == EXIT_FAILURE
     assert "pip install 'knowcode[server]'" in result.output
+
+
+def test_worker_spec_round_trips_through_the_environment() -> None:
+    from knowcode.api import WorkerSpec
+
+    spec = WorkerSpec("/repo", "/store", None, auth=True)
+    assert WorkerSpec.from_env(spec.to_env()) == spec
+    with pytest.raises(ValueError, match="--workers"):
+        WorkerSpec.from_env(None)
+    with pytest.raises(ValueError, match="not a worker spec"):
+        WorkerSpec.from_env('{"root": "/repo"}')
+
+
+def test_a_worker_app_serves_the_store_its_parent_indexed(engine: KnowCode,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from knowcode.api import WORKER_SPEC_ENV, WorkerSpec, create_worker_app
+
+    spec = WorkerSpec(str(engine.root), str(engine.store_dir), None, auth=False)
+    monkeypatch.setenv(WORKER_SPEC_ENV, spec.to_env())
+    monkeypatch.setattr(KnowCode, "index", lambda *_: pytest.fail("a worker indexed on its own"))
+    client = TestClient(create_worker_app())
+    response = client.get(f"{API_PREFIX}/search", params={"q": "helper"})
+    assert response.status_code == 200 and response.json()["hits"][0]["name"] == "helper"
