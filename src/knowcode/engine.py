@@ -16,7 +16,7 @@ from knowcode.analysis.context_synthesizer import parse_verbosity, synthesize, v
 from knowcode.analysis.entity_context import entity_context
 from knowcode.analysis.token_counter import TokenCounter, default_counter
 from knowcode.config import AppConfig, default_store_dir, load_config, rate_limit_path
-from knowcode.errors import StoreError
+from knowcode.errors import StoreError, StoreLockedError
 from knowcode.indexing import IndexReport, index_repository, scan
 from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
 from knowcode.models import (
@@ -97,6 +97,18 @@ def _publishing(meta: dict[str, str]) -> bool:
     """Whether a run committed its rows but not yet the search index built from them."""
     search = meta.get(SEARCH_GENERATION_KEY)
     return search is not None and search != meta.get(CONTENT_GENERATION_KEY, "0")
+
+
+def _writer_running(store_dir: Path) -> bool:
+    """Whether an indexing run holds the store now (a state between its commits is then temporary; a
+    run that died there left it for the next run to finish, and nobody should wait for it)."""
+    try:
+        with writer_lock(store_dir, 0):
+            return False
+    except StoreLockedError:
+        return True
+    except StoreError:  # no lock file can be made (a read-only store): no run can be writing
+        return False
 
 
 # Index states whose search index stays loaded for the read-only facades: the newest, and the one
@@ -327,16 +339,18 @@ class KnowCode:
         """Follow the snapshot's state and load its search index now.
 
         A run commits the store's rows first and its search index after them: a state in between
-        (:func:`_publishing`) would rank with the previous search index over the new rows, so the
-        snapshot is taken again until the search index is published, for at most
-        PUBLISH_WAIT_SECONDS. A state read just before a re-index committed may name a search folder
-        that re-index has since deleted: then it is read again, once.
+        (:func:`_publishing`) would rank with the previous search index over the new rows, so while
+        the run holds the store the snapshot is taken again until the search index is published, for
+        at most PUBLISH_WAIT_SECONDS (a run that died in between is not waited for). A state read just
+        before a re-index committed may name a search folder that re-index has since deleted: then it
+        is read again, once.
         """
         deadline = time.monotonic() + PUBLISH_WAIT_SECONDS
-        while _publishing(self._reader_store().meta()) and time.monotonic() < deadline:
-            connection.execute("COMMIT")
-            time.sleep(PUBLISH_POLL_SECONDS)
-            connection.execute("BEGIN")
+        if _publishing(self._reader_store().meta()) and _writer_running(self.store_dir):
+            while _publishing(self._reader_store().meta()) and time.monotonic() < deadline:
+                connection.execute("COMMIT")
+                time.sleep(PUBLISH_POLL_SECONDS)
+                connection.execute("BEGIN")
         try:
             self._follow()
             self.orchestrator()

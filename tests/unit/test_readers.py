@@ -3,13 +3,18 @@ index, while a writer re-indexes; no query ever sees half of a re-index."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
 
+from knowcode import engine as engine_module
 from knowcode.engine import KnowCode
+from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
 from knowcode.readers import ReaderPool, auto_readers
+from knowcode.storage.lock import writer_lock
+from knowcode.storage.store import DATABASE_NAME
 from tests.conftest import SAMPLE_REPO, write_tree
 
 READERS = 3
@@ -140,3 +145,43 @@ def test_pool_lends_at_most_its_size_and_waits_for_a_free_reader(engine: KnowCod
 def test_auto_readers() -> None:
     assert auto_readers(3) == 3
     assert auto_readers(0) >= 2
+
+
+def _set_content_generation(engine: KnowCode, value: str) -> str:
+    """Move the store's content generation, as a run between its two commits leaves it; the old value."""
+    connection = sqlite3.connect(engine.store_dir / DATABASE_NAME)
+    try:
+        (old,) = connection.execute("SELECT value FROM meta WHERE key = ?",
+                                    (CONTENT_GENERATION_KEY,)).fetchone()
+        with connection:
+            connection.execute("UPDATE meta SET value = ? WHERE key = ?", (value, CONTENT_GENERATION_KEY))
+        return str(old)
+    finally:
+        connection.close()
+
+
+def test_a_reader_waits_for_a_running_writer_to_publish_its_search_index(
+        engine: KnowCode, monkeypatch: pytest.MonkeyPatch) -> None:
+    published = _set_content_generation(engine, "999")  # rows committed, search index not yet
+    naps: list[float] = []
+
+    def publish_while_waiting(seconds: float) -> None:
+        naps.append(seconds)
+        _set_content_generation(engine, published)  # the run publishes its search index
+
+    monkeypatch.setattr(engine_module.time, "sleep", publish_while_waiting)
+    pool = ReaderPool(engine, 1)
+    with writer_lock(engine.store_dir), pool.borrow() as reader:  # a run holds the store
+        assert reader.search("alpha_marker_gen0")[0].name == "alpha_marker_gen0"
+    assert naps  # it waited for the publication instead of reading the state in between
+    pool.close()
+
+
+def test_a_reader_does_not_wait_for_a_run_that_died_between_its_commits(
+        engine: KnowCode, monkeypatch: pytest.MonkeyPatch) -> None:
+    _set_content_generation(engine, "999")  # and no run holds the store
+    monkeypatch.setattr(engine_module.time, "sleep", lambda _: pytest.fail("waited for a dead run"))
+    pool = ReaderPool(engine, 1)
+    with pool.borrow() as reader:
+        assert reader.search("alpha_marker_gen0")[0].name == "alpha_marker_gen0"
+    pool.close()
