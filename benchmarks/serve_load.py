@@ -1,13 +1,19 @@
 """Sustained concurrent load on `knowcode serve`: search and context queries from N clients over loopback.
 
-Starts `knowcode serve` on 127.0.0.1 over a corpus (by default the installed standard library trimmed to
-about `--chunks` chunks, as in search_latency.py), waits for it to index and answer, warms every query
-once, then runs `--clients` threads for `--seconds` seconds. Each client keeps one connection and
-alternates `GET /api/v1/search` and `POST /api/v1/context/query` over the query list. Reports p50, p90
-and p99 latency per kind, throughput and errors (any non-200 answer or failed request), and writes
-benchmarks/results/serve_load.json. Traffic goes to 127.0.0.1 only; the run is bounded in time.
+Serves one index (by default the installed standard library trimmed to about `--chunks` chunks, as in
+search_latency.py; `--corpus` and `--store` serve a larger one, indexed once) with each server
+configuration in turn: this checkout with 1 and 2 worker processes (`--workers`), and, with
+`--baseline-src`, another checkout's code (e.g. a worktree of main: its `src` folder) in the same run.
+Each server is started, warmed (every query once), then loaded at each client level (`--levels`) for
+`--seconds` seconds: every client keeps one connection and alternates `GET /api/v1/search` and
+`POST /api/v1/context/query` over the query list. `--rounds` repeats the whole sequence, configurations
+interleaved, and the median of the rounds is reported (a shared machine is noisy). Per level:
+throughput, p50/p90/p99 latency and errors (any non-200 answer or failed request), and the CPU
+seconds the server's processes spent per request. Writes benchmarks/results/serve_load.json. Traffic
+goes to 127.0.0.1 only; every run is bounded in time.
 
-    python benchmarks/serve_load.py [--corpus DIR] [--chunks 20000] [--clients 8] [--seconds 30]
+    python benchmarks/serve_load.py [--corpus DIR --store DIR] [--chunks 20000] [--levels 1,2,4,8,16]
+        [--workers 1,2] [--baseline-src ../main/src] [--seconds 10] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 from search_latency import QUERIES, _corpus  # the same corpus and questions as the latency benchmark
@@ -31,6 +39,7 @@ RESULTS = Path(__file__).parent / "results"
 HOST = "127.0.0.1"  # loopback only
 MAX_SECONDS = 300  # a load run never lasts longer than this
 MAX_CLIENTS = 64  # the server's connection limit (cli.MAX_CONNECTIONS)
+MAX_ROUNDS = 5
 START_TIMEOUT_SECONDS = 600  # indexing the default corpus takes ~20-60 s on 2 cores
 CONTEXT_MAX_TOKENS = 2000
 
@@ -98,55 +107,171 @@ def _summary(samples: list[float]) -> dict[str, float | int]:
             "p90_ms": round(cuts[89], 2), "p99_ms": round(cuts[98], 2), "max_ms": round(max(samples), 2)}
 
 
-def main() -> None:
-    """Start the server, load it, print and record the numbers."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--corpus", type=Path, help="repository to serve (default: a stdlib subset)")
-    parser.add_argument("--chunks", type=int, default=20_000, help="approximate size of the stdlib subset")
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--seconds", type=float, default=30.0)
-    parser.add_argument("--out", type=Path, default=RESULTS / "serve_load.json")
-    args = parser.parse_args()
-    seconds = min(max(args.seconds, 1.0), MAX_SECONDS)
-    clients = min(max(args.clients, 1), MAX_CLIENTS)
-    with tempfile.TemporaryDirectory() as tmp:
-        root = args.corpus.resolve() if args.corpus else _corpus(Path(tmp) / "corpus", args.chunks)
-        port = _free_port()
-        env = {k: v for k, v in os.environ.items() if k != "KNOWCODE_API_TOKEN"}
-        command = [sys.executable, "-m", "knowcode", "serve", "--repo", str(root), "--store",
-                   str(Path(tmp) / "store"), "--host", HOST, "--port", str(port)]
-        started = time.perf_counter()
-        server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
-        base = f"http://{HOST}:{port}/api/v1"
+@dataclass(frozen=True)
+class ServerSetup:
+    """One server configuration: whose code (a `src` folder, None: this checkout) and how many workers."""
+
+    label: str
+    src: Path | None
+    workers: int
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process and its children so far (Linux /proc; 0 elsewhere)."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    for one in _server_pids(pid):
         try:
-            _wait_ready(base, server)
-            ready_seconds = time.perf_counter() - started
-            stats = httpx.get(f"{base}/stats", timeout=60).json()
-            with httpx.Client(base_url=base, timeout=60) as warm:
-                for query in QUERIES:
-                    for kind in ("search", "context"):
-                        _request(warm, kind, query).raise_for_status()
-            load_started = time.monotonic()
-            workers = [_Client(base, offset, load_started + seconds) for offset in range(clients)]
-            for worker in workers:
-                worker.start()
-            for worker in workers:
-                worker.join(seconds + 120)
-            elapsed = time.monotonic() - load_started
-        finally:
-            server.terminate()
-            server.wait(30)
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
+def _server_pids(pid: int) -> list[int]:
+    pids = [pid]
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            pids += [int(child) for child in (task / "children").read_text().split()]
+    except OSError:
+        return pids
+    return pids
+
+
+def _rss_mb(pid: int) -> float | None:
+    """Resident memory of a process and its children, MB (Linux /proc; shared pages count in each)."""
+    total = 0
+    for one in _server_pids(pid):
+        try:
+            status = Path(f"/proc/{one}/status").read_text()
+        except OSError:
+            continue
+        total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+    return round(total / 1024, 1) if total else None
+
+
+def _warm(base: str) -> None:
+    with httpx.Client(base_url=base, timeout=120) as warm:
+        for query in QUERIES:
+            for kind in ("search", "context"):
+                _request(warm, kind, query).raise_for_status()
+
+
+def _load(base: str, clients: int, seconds: float) -> tuple[list[_Client], float]:
+    load_started = time.monotonic()
+    workers = [_Client(base, offset, load_started + seconds) for offset in range(clients)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(seconds + 120)
+    return workers, time.monotonic() - load_started
+
+
+def _level(workers: list[_Client], elapsed: float, cpu: float) -> dict[str, Any]:
     by_kind = {kind: [s for w in workers for s in w.samples[kind]] for kind in ("search", "context")}
     everything = [*by_kind["search"], *by_kind["context"]]
     errors = [e for w in workers for e in w.errors]
+    requests = len(everything) + len(errors)
+    return {"seconds": round(elapsed, 1), "requests": requests, "errors": len(errors),
+            "error_samples": errors[:3], "throughput_rps": round(requests / elapsed, 1),
+            "server_cpu_ms_per_request": round(cpu * 1000 / requests, 1) if requests else None,
+            "latency": {"all": _summary(everything), **{kind: _summary(s) for kind, s in by_kind.items()}}}
+
+
+def _serve(setup: ServerSetup, root: Path, store: Path, levels: list[int],
+           seconds: float) -> tuple[dict[int, dict[str, Any]], dict[str, Any], float]:
+    """Start one server configuration, load it at every level, stop it."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "KNOWCODE_API_TOKEN"}
+    if setup.src is not None:
+        env["PYTHONPATH"] = str(setup.src)
+    command = [sys.executable, "-m", "knowcode", "serve", "--repo", str(root), "--store", str(store),
+               "--host", HOST, "--port", str(port)]
+    if setup.workers > 1:
+        command += ["--workers", str(setup.workers)]
+    started = time.perf_counter()
+    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    base = f"http://{HOST}:{port}/api/v1"
+    try:
+        _wait_ready(base, server)
+        ready_seconds = time.perf_counter() - started
+        stats = httpx.get(f"{base}/stats", timeout=60).json()
+        # Each worker process loads its index on first use: warm over several connections at once,
+        # which the kernel spreads over the workers.
+        warmers = [threading.Thread(target=_warm, args=(base,)) for _ in range(2 * setup.workers)]
+        for warmer in warmers:
+            warmer.start()
+        for warmer in warmers:
+            warmer.join(START_TIMEOUT_SECONDS)
+        results: dict[int, dict[str, Any]] = {}
+        rss = _rss_mb(server.pid)
+        for clients in levels:
+            cpu_before = _cpu_seconds(server.pid)
+            workers, elapsed = _load(base, clients, seconds)
+            results[clients] = {**_level(workers, elapsed, _cpu_seconds(server.pid) - cpu_before),
+                                "server_rss_mb_after_warmup": rss}
+    finally:
+        server.terminate()
+        server.wait(60)
+    return results, stats, ready_seconds
+
+
+def _median_level(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The round with the median throughput, with every round's throughput and p99 beside it."""
+    ranked = sorted(rounds, key=lambda r: r["throughput_rps"])
+    chosen = dict(ranked[(len(ranked) - 1) // 2])
+    chosen["rounds_throughput_rps"] = [r["throughput_rps"] for r in rounds]
+    chosen["rounds_p99_ms"] = [r["latency"]["all"].get("p99_ms") for r in rounds]
+    return chosen
+
+
+def main() -> None:
+    """Start each server configuration, load it, print and record the numbers."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--corpus", type=Path, help="repository to serve (default: a stdlib subset)")
+    parser.add_argument("--store", type=Path, help="its index folder, kept between runs (default: temporary)")
+    parser.add_argument("--chunks", type=int, default=20_000, help="approximate size of the stdlib subset")
+    parser.add_argument("--levels", default="1,2,4,8,16", help="client counts, comma-separated")
+    parser.add_argument("--workers", default="1,2", help="worker processes of this checkout, comma-separated")
+    parser.add_argument("--baseline-src", type=Path,
+                        help="another checkout's src folder, served as a baseline (1 process)")
+    parser.add_argument("--seconds", type=float, default=10.0, help="per level")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=RESULTS / "serve_load.json")
+    args = parser.parse_args()
+    seconds = min(max(args.seconds, 1.0), MAX_SECONDS)
+    levels = sorted({min(max(int(n), 1), MAX_CLIENTS) for n in args.levels.split(",")})
+    setups = [ServerSetup(f"this checkout, {n} worker{'s' if int(n) > 1 else ''}", None, int(n))
+              for n in args.workers.split(",")]
+    if args.baseline_src is not None:
+        setups.insert(0, ServerSetup(f"baseline ({args.baseline_src}), 1 process",
+                                     args.baseline_src.resolve(), 1))
+    rounds = min(max(args.rounds, 1), MAX_ROUNDS)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = args.corpus.resolve() if args.corpus else _corpus(Path(tmp) / "corpus", args.chunks)
+        store = args.store.resolve() if args.store else Path(tmp) / "store"
+        measured: dict[str, list[dict[int, dict[str, Any]]]] = {setup.label: [] for setup in setups}
+        stats: dict[str, Any] = {}
+        startup: dict[str, float] = {}
+        for round_number in range(rounds):
+            order = setups if round_number % 2 == 0 else setups[::-1]  # interleaved: no setup always first
+            for setup in order:
+                results, stats, ready = _serve(setup, root, store, levels, seconds)
+                measured[setup.label].append(results)
+                startup.setdefault(setup.label, round(ready, 1))
+                print(f"round {round_number + 1} {setup.label}: " + ", ".join(
+                    f"{n} clients {r['throughput_rps']} req/s p99 {r['latency']['all'].get('p99_ms')} ms"
+                    for n, r in results.items()), file=sys.stderr)
+    runs = {label: {str(n): _median_level([r[n] for r in per_round]) for n in levels}
+            for label, per_round in measured.items()}
     result = {
         "measured_at": time.strftime("%Y-%m-%d %H:%M"), "cpus": os.cpu_count(),
+        "load_average_at_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "command": " ".join(["python", "benchmarks/serve_load.py", *sys.argv[1:]]),
         "corpus": {"files": stats["files"], "lines": stats["lines"], "chunks": stats["chunks"]},
-        "startup_seconds_with_indexing": round(ready_seconds, 1), "clients": clients,
-        "seconds": round(elapsed, 1), "requests": len(everything) + len(errors), "errors": len(errors),
-        "error_samples": errors[:5], "throughput_rps": round((len(everything) + len(errors)) / elapsed, 1),
-        "context_max_tokens": CONTEXT_MAX_TOKENS,
-        "latency": {"all": _summary(everything), **{kind: _summary(s) for kind, s in by_kind.items()}},
+        "seconds_per_level": seconds, "rounds": rounds, "context_max_tokens": CONTEXT_MAX_TOKENS,
+        "startup_seconds": startup, "runs": runs,
     }
     print(json.dumps(result, indent=2))
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,15 +1,19 @@
 """The HTTP API (`knowcode serve`): the facade's operations under ``/api/v1`` as JSON.
 
 Routes only check input, call the facade and render through :mod:`knowcode.render`, so the CLI's
-``--json``, this API and the MCP server print the same documents. The facade is not thread-safe, so
-queries run one at a time under a lock; ``POST /ask`` holds it only while it builds bundles, not while
-a model answers. ``POST /reload`` indexes with a second facade while queries go on, then swaps the
-index in.
+``--json``, this API and the MCP server print the same documents. Queries run side by side, each on a
+read-only facade of its own lent by a :class:`~knowcode.readers.ReaderPool` (``[server]
+query_threads`` of them), inside a read transaction: each sees one committed state of the index.
+``POST /ask`` borrows a reader only while it builds a bundle, not while a model answers. ``POST
+/reload`` (or the watcher) indexes with the writing facade while queries go on; the next query reads
+the new state. With ``knowcode serve --workers N`` each of N processes builds this application over
+the same store (:func:`create_worker_app`), and the parent process is the only writer.
 
 Freshness: every response that reads the index carries ``X-KnowCode-Indexed-At`` (when the last
 complete indexing run finished, RFC 3339 UTC) and ``X-KnowCode-Files-Changed`` (indexed files whose
 size or mtime on disk differ from the index, or that are gone; new files are not counted), checked at
-most every :data:`FRESHNESS_TTL_SECONDS`.
+most every :data:`FRESHNESS_TTL_SECONDS`, in the background: no request waits for the files to be
+stat'ed, except the first one and the first after a reload.
 
 Every request first passes :class:`~knowcode.api_guard.RequestGuard` (Host, Origin, bearer token,
 JSON Content-Type, body size). Errors are ``{"error": {"code": ..., "message": ...}}`` with a code from
@@ -21,11 +25,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, TypeVar
 
 from fastapi import Depends, FastAPI
@@ -57,6 +63,7 @@ from knowcode.api_schema import (
 from knowcode.engine import KnowCode
 from knowcode.errors import KnowCodeError, StoreError
 from knowcode.models import Answer, TraceDirection
+from knowcode.readers import ReaderPool, auto_readers
 from knowcode.safety import check_text
 from knowcode.storage import Store
 
@@ -109,20 +116,31 @@ class Freshness:
 
 
 class Service:
-    """One facade shared by every request: queries under a lock, freshness cached, reloads aside."""
+    """The facade behind every request: queries on lent readers, freshness cached, one re-index at a time."""
 
-    def __init__(self, engine: KnowCode) -> None:
-        self.engine = engine
-        self._lock = threading.Lock()  # the facade (its store connection, its search threads)
-        self._reload_lock = threading.Lock()  # one re-index at a time
+    def __init__(self, engine: KnowCode, *, readers: int, index_on_first_use: bool = True) -> None:
+        self.engine = engine  # the writing facade: first indexing, reloads, the routing policy of `ask`
+        self.readers = ReaderPool(engine, readers)
+        self._write_lock = threading.Lock()  # one re-index at a time
+        self._indexed = threading.Event()
+        if not index_on_first_use:
+            self._indexed.set()
         self._freshness_lock = threading.Lock()
         self._freshness: Freshness | None = None
+        self._checking = False  # a background freshness check is running
+
+    def _ensure_indexed(self) -> None:
+        if not self._indexed.is_set():
+            with self._write_lock:
+                self.engine.ensure_indexed()
+                self._indexed.set()
 
     def call(self, work: Callable[[KnowCode], T]) -> tuple[T, Freshness]:
-        """Run `work` on the facade, then read freshness; errors come out as :class:`ApiError`."""
+        """Run `work` on a reader, then read freshness; errors come out as :class:`ApiError`."""
         try:
-            with self._lock:
-                result = work(self.engine)
+            self._ensure_indexed()
+            with self.readers.borrow() as reader:
+                result = work(reader)
             return result, self.freshness()
         except Exception as err:
             raise _translate(err) from err
@@ -130,46 +148,69 @@ class Service:
     def ask(self, question: str, task_type: str) -> tuple[Answer, Freshness]:
         """Answer a question, then read freshness; errors come out as :class:`ApiError`.
 
-        The lock is held only while bundles are built: a model call may take a minute, and the other
-        queries go on meanwhile.
+        A reader is borrowed only while a bundle is built: a model call may take a minute, and the
+        other queries go on meanwhile.
         """
         try:
-            answer = self.engine.ask(question, task_type, query_lock=self._lock)
+            self._ensure_indexed()
+            answer = self.engine.ask(question, task_type, lend=self.readers.borrow)
             return answer, self.freshness()
         except Exception as err:
             raise _translate(err) from err
 
     def freshness(self) -> Freshness:
-        """The index's freshness, read on its own connection and cached for FRESHNESS_TTL_SECONDS.
+        """The index's freshness, cached for FRESHNESS_TTL_SECONDS; an older value is returned while a
+        background thread checks again, so only the first request (and the first after a reload) waits.
 
         :raises StoreError: the index cannot be read.
         """
         with self._freshness_lock:
-            now = time.monotonic()
             cached = self._freshness
-            if cached is not None and now - cached.checked_at < FRESHNESS_TTL_SECONDS:
-                return cached
-            store = Store.open(self.engine.store_dir, create=False)
-            try:
-                stamp = store.meta().get("indexed_at")
-                changed = changed_since_index(store, self.engine.root, store.file_records())
-            finally:
-                store.close()
-            self._freshness = Freshness(float(stamp) if stamp else None, len(changed), now)
-            return self._freshness
+            if cached is None:
+                self._freshness = cached = self._check()
+            elif time.monotonic() - cached.checked_at >= FRESHNESS_TTL_SECONDS and not self._checking:
+                self._checking = True
+                threading.Thread(target=self._check_in_background, name="knowcode-freshness",
+                                 daemon=True).start()
+            return cached
+
+    def _check(self) -> Freshness:
+        now = time.monotonic()
+        store = Store.open(self.engine.store_dir, create=False)
+        try:
+            stamp = store.meta().get("indexed_at")
+            changed = changed_since_index(store, self.engine.root, store.file_records())
+        finally:
+            store.close()
+        return Freshness(float(stamp) if stamp else None, len(changed), now)
+
+    def _check_in_background(self) -> None:
+        try:
+            checked: Freshness | None = self._check()
+        except Exception:  # the next request retries; its own reads report a broken store
+            logger.exception("checking the index's freshness failed")
+            checked = None
+        with self._freshness_lock:
+            self._checking = False
+            if checked is not None and self._freshness is not None:  # None: a reload reset it meanwhile
+                self._freshness = checked
 
     def reload(self) -> str:
-        """Re-index now with a second facade, then point queries at the new index; the report as JSON."""
-        with self._reload_lock:
+        """Re-index now while queries go on (they read the new state once it commits); the report as JSON."""
+        with self._write_lock:
             try:
-                report = self.engine.index_aside()
+                report = self.engine.index()
             except Exception as err:
                 raise _translate(err) from err
-            with self._lock:
-                self.engine.close()  # the next query opens the new generation
+            self._indexed.set()
             with self._freshness_lock:
                 self._freshness = None
         return render.index_report_json(report)
+
+    def close(self) -> None:
+        """Close the readers and the writing facade's connection."""
+        self.readers.close()
+        self.engine.close()
 
 
 def _json(body: str | dict[str, Any], freshness: Freshness | None = None) -> Response:
@@ -194,17 +235,21 @@ def _entity_ref(value: str) -> str:
 
 
 def create_app(engine: KnowCode, *, token: str | None, max_body_bytes: int = MAX_BODY_BYTES,
-               watch: bool = False) -> FastAPI:
+               watch: bool = False, readers: int | None = None, index_on_first_use: bool = True) -> FastAPI:
     """The HTTP API over one repository.
 
-    :param engine: the facade; it is indexed on first use if it was not already.
+    :param engine: the writing facade; it is indexed on first use if it was not already.
     :param token: when set, every request needs ``Authorization: Bearer <token>``.
     :param max_body_bytes: the largest request body accepted (413 above it).
     :param watch: re-index (as ``POST /reload`` does) whenever files change, from the application's
         startup to its shutdown (the ASGI lifespan must be on).
+    :param readers: queries answered at once (read-only facades); default: ``[server] query_threads``.
+    :param index_on_first_use: index before the first query unless the facade already did; a worker
+        process passes False (its parent indexed, and is the writer).
     :return: the ASGI application.
     """
-    service = Service(engine)
+    size = readers if readers is not None else auto_readers(engine.config.server.query_threads)
+    service = Service(engine, readers=size, index_on_first_use=index_on_first_use)
     security = [Depends(HTTPBearer(auto_error=False))] if token else []  # documents it; the guard checks
 
     @asynccontextmanager
@@ -219,6 +264,7 @@ def create_app(engine: KnowCode, *, token: str | None, max_body_bytes: int = MAX
         finally:
             if watcher is not None:
                 watcher.stop()
+            service.close()
 
     app = FastAPI(title="KnowCode", version=__version__, dependencies=security, lifespan=lifespan,
                   description="Ranked code, context bundles and call graphs for one repository.")
@@ -347,3 +393,93 @@ def _add_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(Exception, unexpected)
+
+
+WORKER_SPEC_ENV = "KNOWCODE_SERVE_WORKER"  # how `serve --workers` tells its worker processes what to serve
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerSpec:
+    """What a worker process serves: the repository, its store and config, and whether auth is on (the
+    token itself stays in the environment variable it came from)."""
+
+    root: str
+    store: str
+    config: str | None
+    auth: bool
+
+    def to_env(self) -> str:
+        """The spec as the value of :data:`WORKER_SPEC_ENV`."""
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_env(cls, value: str | None) -> WorkerSpec:
+        """Read the spec a parent process wrote.
+
+        :raises ValueError: the variable is missing or not a spec.
+        """
+        if not value:
+            raise ValueError(f"{WORKER_SPEC_ENV} is not set: worker processes are started by "
+                             "`knowcode serve --workers N`")
+        try:
+            return cls(**json.loads(value))
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{WORKER_SPEC_ENV} is not a worker spec: {err}") from None
+
+
+def create_worker_app() -> FastAPI:
+    """The application of one worker process of ``knowcode serve --workers N`` (a uvicorn factory).
+
+    Each worker opens the repository read-only: the parent process indexed it before starting the
+    workers, and it alone re-indexes (``--watch``); a worker's ``POST /reload`` indexes too, under the
+    store's writer lock, so one run writes at a time. Every worker sees each new state once it commits.
+
+    :return: the ASGI application.
+    :raises ValueError: the worker spec is missing or invalid.
+    """
+    from knowcode.api_guard import TOKEN_ENV
+
+    spec = WorkerSpec.from_env(os.environ.get(WORKER_SPEC_ENV))
+    engine = KnowCode.from_path(spec.root, store=spec.store, config=spec.config)
+    token = os.environ.get(TOKEN_ENV) if spec.auth else None
+    return create_app(engine, token=token, index_on_first_use=False)
+
+
+def run(engine: KnowCode, *, token: str | None, host: str, port: int, watch: bool, workers: int,
+        config_file: Path | None, limit_concurrency: int) -> None:
+    """Serve the API until SIGTERM or Ctrl-C: in this process (`workers` 1), or in `workers` processes
+    sharing one socket while this one watches and indexes (the only writer).
+
+    :param engine: the writing facade, already indexed.
+    :param token: the bearer token (None: no auth, loopback only).
+    :param host: the address to bind.
+    :param port: the TCP port.
+    :param watch: re-index as files change.
+    :param workers: server processes (>= 1).
+    :param config_file: the explicit config file, for the workers to read as this process did.
+    :param limit_concurrency: connections each process accepts (503 beyond them).
+    :raises ValueError: workers < 1.
+    """
+    import uvicorn
+
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
+    options: dict[str, Any] = {"host": host, "port": port, "log_level": "warning", "access_log": False,
+                               "limit_concurrency": limit_concurrency, "server_header": False}
+    if workers == 1:
+        uvicorn.run(create_app(engine, token=token, watch=watch), **options)
+        return
+    from knowcode.watcher import Watcher
+
+    spec = WorkerSpec(str(engine.root), str(engine.store_dir),
+                      str(config_file.resolve()) if config_file is not None else None, token is not None)
+    os.environ[WORKER_SPEC_ENV] = spec.to_env()  # the spawned workers inherit it
+    watcher = Watcher(engine.root, engine.store_dir, engine.index) if watch else None
+    if watcher is not None:
+        watcher.start()
+    try:
+        uvicorn.run("knowcode.api:create_worker_app", factory=True, workers=workers, **options)
+    finally:
+        if watcher is not None:
+            watcher.stop()
+        engine.close()

@@ -320,6 +320,9 @@ def serve(
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 8000,
     watch: Annotated[bool, typer.Option(
         "--watch", help="Re-index changed files as they change (queries go on meanwhile).")] = False,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", min=1, help="Server processes answering requests side by side.",
+        show_default="[server] workers, 1")] = None,
 ) -> None:
     """Serve the HTTP API under /api/v1 (OpenAPI at /docs) for one repository."""
     from knowcode.api_guard import TOKEN_ENV, server_token
@@ -327,9 +330,9 @@ def serve(
     with _errors():
         token = server_token(host, os.environ.get(TOKEN_ENV))
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401 - only checks that the extra is installed
 
-        from knowcode.api import create_app
+        from knowcode.api import run
 
         if watch:
             import watchfiles  # noqa: F401 - only checks that the extra is installed
@@ -340,13 +343,16 @@ def serve(
         engine = _open(repo, store, config)  # no progress for the re-indexing while it serves
         report = engine.index(progress)
     _stderr().print(render.index_report_text(report).splitlines()[0], highlight=False)
+    processes = workers if workers is not None else engine.config.server.workers
     _stderr().print(f"serving {engine.root} at http://{host}:{port}/api/v1 (OpenAPI: /docs); "
                  f"auth: {'bearer token' if token else 'off, loopback only'}"
+                 f"{f'; {processes} worker processes' if processes > 1 else ''}"
                  f"{'; watching for changes' if watch else ''}", highlight=False)
     # uvicorn shuts down gracefully on SIGTERM and SIGINT, then re-raises the signal: ours becomes a
-    # KeyboardInterrupt, which uvicorn.run absorbs, so a stopped server returns here and exits 0.
-    uvicorn.run(create_app(engine, token=token, watch=watch), host=host, port=port, log_level="warning",
-                access_log=False, limit_concurrency=MAX_CONNECTIONS, server_header=False)
+    # KeyboardInterrupt, which uvicorn.run absorbs, so a stopped server returns here and exits 0
+    # (with workers, uvicorn's supervisor takes both signals, stops the workers and returns).
+    run(engine, token=token, host=host, port=port, watch=watch, workers=processes, config_file=config,
+        limit_concurrency=MAX_CONNECTIONS)
 
 
 @app.command()

@@ -89,14 +89,33 @@ class LLMConfig:
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """The ``[server]`` table: what `knowcode serve` answers besides this machine's own names."""
+    """The ``[server]`` table: the hosts `knowcode serve` answers for besides this machine's own names,
+    and how the servers answer queries side by side and notice changes."""
 
     # Host names (or name:port) the HTTP API answers for besides localhost, the loopback addresses and
     # the address a request arrived at, e.g. a LAN name or a reverse proxy's public name. A name
     # without a port is allowed on any port; Origins with these hosts may make requests too.
     allowed_hosts: tuple[str, ...] = ()
+    # `knowcode serve`: processes answering requests (each with its own read-only facades). One keeps
+    # the footprint of a local tool; benchmarks/serve_load.py measures what more buy (README: HTTP load).
+    workers: int = 1
+    # Queries each server process answers at once, on read-only facades of their own (`serve` and
+    # `mcp`); 0 = one per core, at least two (readers.auto_readers).
+    query_threads: int = 0
+    # `knowcode mcp` without --watch when no file watcher can run (watchfiles missing, the OS watch
+    # limit reached): the tree is walked for changes at most this often, so a call costs its query,
+    # not a walk (389 ms per call on 5k files, issue 12); changes are seen at most this late.
+    recheck_interval_seconds: float = 2.0
 
     def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"[server] workers must be at least 1, not {self.workers}")
+        if self.query_threads < 0:
+            raise ValueError(f"[server] query_threads must be >= 0 (0: one per core), "
+                             f"not {self.query_threads}")
+        if self.recheck_interval_seconds < 0:
+            raise ValueError("[server] recheck_interval_seconds must be >= 0 (0: walk the tree on every "
+                             f"call), not {self.recheck_interval_seconds}")
         for entry in self.allowed_hosts:
             if split_host(entry) is None:
                 raise ValueError(f"[server] allowed_hosts: {entry!r} is not a host name or address with an "

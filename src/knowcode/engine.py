@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,7 +15,9 @@ from knowcode.analysis import call_graph
 from knowcode.analysis.entity_context import entity_context
 from knowcode.analysis.token_counter import TokenCounter, default_counter
 from knowcode.config import AppConfig, default_store_dir, load_config, rate_limit_path
+from knowcode.errors import StoreError, StoreLockedError
 from knowcode.indexing import IndexReport, index_repository, scan
+from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
 from knowcode.models import (
     Answer,
     CallTrace,
@@ -32,7 +36,12 @@ from knowcode.retrieval.cross_encoders import create_cross_encoder
 from knowcode.retrieval.embeddings import EmbeddingProvider, create_embedding_provider
 from knowcode.retrieval.orchestrator import RetrievalOrchestrator, RetrievalResult, validate_query
 from knowcode.retrieval.reranker import CrossEncoder
-from knowcode.retrieval.search_index import load_search_index, update_search_index
+from knowcode.retrieval.search_index import (
+    SEARCH_GENERATION_KEY,
+    SearchIndex,
+    load_search_index,
+    update_search_index,
+)
 from knowcode.storage import Store
 from knowcode.storage.lock import writer_lock
 from knowcode.telemetry import TELEMETRY_FILE_NAME, TelemetryLog
@@ -65,6 +74,72 @@ def _task_type(query: str, task_type: TaskType | str) -> tuple[TaskType, float]:
     return classification.task_type, classification.confidence
 
 
+# Meta rows every indexing run rewrites, even a run that changed nothing: a reader that reloaded its
+# search index whenever they changed would reload after every no-op run.
+_VOLATILE_META = frozenset({"indexed_at"})
+
+
+def _index_key(meta: dict[str, str]) -> frozenset[tuple[str, str]]:
+    """What identifies one state of the index: every meta row but the volatile ones (the search folder,
+    the content generation, the search parameters... whatever the indexer records)."""
+    return frozenset((key, value) for key, value in meta.items() if key not in _VOLATILE_META)
+
+
+# A reader that finds a run between its two commits (rows, then search index) waits this long at most
+# for the search index: a BM25 rebuild of 60k chunks takes a few seconds on 2 busy cores (index_speed).
+# Past it the query goes on, ranking with the previous search index (rows of changed files may miss).
+PUBLISH_WAIT_SECONDS = 10.0
+PUBLISH_POLL_SECONDS = 0.01  # how often it looks again meanwhile
+
+
+def _publishing(meta: dict[str, str]) -> bool:
+    """Whether a run committed its rows but not yet the search index built from them."""
+    search = meta.get(SEARCH_GENERATION_KEY)
+    return search is not None and search != meta.get(CONTENT_GENERATION_KEY, "0")
+
+
+def _writer_running(store_dir: Path) -> bool:
+    """Whether an indexing run holds the store now (a state between its commits is then temporary; a
+    run that died there left it for the next run to finish, and nobody should wait for it)."""
+    try:
+        with writer_lock(store_dir, 0):
+            return False
+    except StoreLockedError:
+        return True
+    except StoreError:  # no lock file can be made (a read-only store): no run can be writing
+        return False
+
+
+# Index states whose search index stays loaded for the read-only facades: the newest, and the one
+# before it for a reader whose read transaction began just before a re-index committed.
+SHARED_STATES = 2
+
+
+class _SharedSearchIndex:
+    """The search indexes of the newest states read, each loaded once and shared by the read-only
+    facades of one process (a search index is only read: BM25 and vector scans keep no state), so N
+    readers hold one copy."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loaded: dict[frozenset[tuple[str, str]], SearchIndex] = {}
+
+    def get(self, store: Store, store_dir: Path, key: frozenset[tuple[str, str]]) -> SearchIndex:
+        """The search index of the state `key`, which `store` (inside a read transaction) shows.
+
+        :raises StoreError: no search index has been built yet.
+        :raises OSError: its folder was deleted (a newer state replaced it): read again.
+        """
+        with self._lock:
+            index = self._loaded.get(key)
+            if index is None:
+                index = load_search_index(store, store_dir)
+                self._loaded[key] = index
+                while len(self._loaded) > SHARED_STATES:
+                    del self._loaded[next(iter(self._loaded))]  # the oldest state
+            return index
+
+
 class KnowCode:
     """A repository and its index; the index is built or brought up to date on first use."""
 
@@ -81,6 +156,13 @@ class KnowCode:
         self._cross_encoder_loaded = False
         self._reader: Store | None = None
         self._orchestrator: RetrievalOrchestrator | None = None
+        # Read-only facades (see reader()): the index state their orchestrator was built for, the
+        # search index they share with their siblings, and whether a read transaction is open.
+        self._providers_lock = threading.Lock()  # readers made on several threads share the providers
+        self._shared: _SharedSearchIndex | None = None
+        self._readers_share: _SharedSearchIndex | None = None  # what this facade's readers share
+        self._loaded_key: frozenset[tuple[str, str]] | None = None
+        self._in_snapshot = False
 
     @classmethod
     def from_path(cls, root: str | Path, store: str | Path | None = None,
@@ -145,6 +227,10 @@ class KnowCode:
 
     def embedder(self) -> EmbeddingProvider | None:
         """The configured embedding provider (None when vectors are switched off), created once."""
+        with self._providers_lock:
+            return self._embedder_once()
+
+    def _embedder_once(self) -> EmbeddingProvider | None:
         if not self._embedder_loaded:
             config = self.config
             self._embedder = create_embedding_provider(
@@ -156,6 +242,10 @@ class KnowCode:
 
     def cross_encoder(self) -> CrossEncoder | None:
         """The configured reranking provider (None: signal scoring only), created once."""
+        with self._providers_lock:
+            return self._cross_encoder_once()
+
+    def _cross_encoder_once(self) -> CrossEncoder | None:
         if not self._cross_encoder_loaded:
             config = self.config
             self._cross_encoder = create_cross_encoder(
@@ -165,17 +255,114 @@ class KnowCode:
         return self._cross_encoder
 
     def orchestrator(self) -> RetrievalOrchestrator:
-        """The retrieval orchestrator over the current index (indexing first if needed)."""
+        """The retrieval orchestrator over the current index (indexing first if needed; a read-only
+        facade follows the index instead: see :meth:`reader`)."""
         self.ensure_indexed()
+        if self._shared is not None and not self._in_snapshot:  # a snapshot followed when it began
+            self._follow()
         if self._orchestrator is None:
             if self._reader is None:
                 self._reader = Store.open(self.store_dir, create=False)
+            index = (self._shared.get(self._reader, self.store_dir, self._loaded_key)
+                     if self._shared is not None and self._loaded_key is not None
+                     else load_search_index(self._reader, self.store_dir))
             config = self.config
             self._orchestrator = RetrievalOrchestrator(
-                self._reader, load_search_index(self._reader, self.store_dir), self.embedder(),
+                self._reader, index, self.embedder(),
                 alpha=config.hybrid_alpha, top_k_multiplier=config.reranker_top_k_multiplier,
                 signals=config.ranking, cross_encoder=self.cross_encoder())
         return self._orchestrator
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this facade only reads (made by :meth:`reader`): it never indexes."""
+        return self._shared is not None
+
+    def reader(self) -> KnowCode:
+        """A read-only facade over the same store, for one thread at a time; make one per thread.
+
+        It never indexes: before each query it reads which state of the index the store holds and, when
+        another facade or process has indexed since, loads the new search index (shared with every
+        reader made from this facade, so N readers hold one copy). Queries inside :meth:`snapshot`
+        read one committed state from start to end, however many statements they run. It shares this
+        facade's embedding and reranking providers (both are safe to call from several threads).
+
+        :return: the reader; :meth:`close` it when done.
+        """
+        reader = KnowCode(self.root, self.store_dir, self.config)
+        with self._providers_lock:
+            if self._readers_share is None:
+                self._readers_share = _SharedSearchIndex()
+            reader._shared = self._readers_share
+        reader._fresh = True  # never index: the writer (watcher, reload, `knowcode index`) does
+        reader._embedder, reader._embedder_loaded = self.embedder(), True
+        reader._cross_encoder, reader._cross_encoder_loaded = self.cross_encoder(), True
+        return reader
+
+    def _follow(self) -> None:
+        """A read-only facade: drop the orchestrator when the store holds another state of the index."""
+        key = _index_key(self._reader_store().meta())
+        if key != self._loaded_key:
+            self._drop_orchestrator()
+            self._loaded_key = key
+
+    @contextmanager
+    def snapshot(self) -> Iterator[KnowCode]:
+        """Run the block's queries on one committed state of the index (a read-only facade only).
+
+        SQLite's WAL gives a read transaction the database as of its first statement, so a re-index
+        that commits meanwhile (its rows, then the meta row naming its search index) is seen by the
+        next block, never half by this one. The search index is the one that state names.
+
+        :return: this facade, for the block.
+        :raises ValueError: this facade is not read-only (one that indexes cannot hold a read
+            transaction open).
+        :raises StoreError: the index cannot be read.
+        """
+        if self._shared is None:
+            raise ValueError("snapshot() needs a read-only facade: use KnowCode.reader()")
+        if self._in_snapshot:  # nested: already on one state
+            yield self
+            return
+        connection = self._reader_store().connection
+        connection.execute("BEGIN")
+        self._in_snapshot = True
+        try:
+            self._load_current(connection)
+            yield self
+        finally:
+            self._in_snapshot = False
+            connection.execute("COMMIT")  # reads only: ends the read transaction
+
+    def _load_current(self, connection: sqlite3.Connection) -> None:
+        """Follow the snapshot's state and load its search index now.
+
+        A run commits the store's rows first and its search index after them: a state in between
+        (:func:`_publishing`) would rank with the previous search index over the new rows, so while
+        the run holds the store the snapshot is taken again until the search index is published, for
+        at most PUBLISH_WAIT_SECONDS (a run that died in between is not waited for). A state read just
+        before a re-index committed may name a search folder that re-index has since deleted: then it
+        is read again, once.
+        """
+        deadline = time.monotonic() + PUBLISH_WAIT_SECONDS
+        if _publishing(self._reader_store().meta()) and _writer_running(self.store_dir):
+            while _publishing(self._reader_store().meta()) and time.monotonic() < deadline:
+                connection.execute("COMMIT")
+                time.sleep(PUBLISH_POLL_SECONDS)
+                connection.execute("BEGIN")
+        try:
+            self._follow()
+            self.orchestrator()
+        except (StoreError, OSError):
+            connection.execute("COMMIT")
+            connection.execute("BEGIN")
+            self._follow()
+            self.orchestrator()
+
+    def _reader_store(self) -> Store:
+        if self._reader is None:
+            self._reader = Store.open(self.store_dir, create=False)
+        return self._reader
 
     def retrieve(self, query: str, *, limit_entities: int = 3, max_tokens: int = 6000,
                  expand_deps: bool = True) -> RetrievalResult:
@@ -234,7 +421,7 @@ class KnowCode:
                           task_confidence=confidence, verbosity=chosen_verbosity, counter=counter)
 
     def ask(self, question: str, task_type: TaskType | str = "auto", *,
-            query_lock: AbstractContextManager[object] | None = None) -> Answer:
+            lend: Callable[[], AbstractContextManager[KnowCode]] | None = None) -> Answer:
         """Answer a question about the code (spec: Local-vs-LLM routing).
 
         The answer is the context bundle itself when the task type is verified for local answers (a
@@ -244,8 +431,8 @@ class KnowCode:
 
         :param question: the question.
         :param task_type: "auto" (classify the question) or a task type.
-        :param query_lock: held while a bundle is built, released during model calls (a server that
-            serialises its facade passes its lock, so a slow model does not stall other queries).
+        :param lend: lends the facade each bundle is built with, for that bundle only (a server passes
+            its reader pool's borrow, so a model call holds no reader); default: this facade.
         :return: the answer with its route, model, sources, sufficiency and every attempt.
         :raises ValueError: an empty question or an unknown task type.
         :raises StoreError: the index cannot be read.
@@ -256,12 +443,11 @@ class KnowCode:
         chosen, _ = _task_type(question, task_type)
 
         def build_bundle(rung: Rung) -> ContextBundle:
-            with query_lock or nullcontext():
-                return self.context(question, max_tokens=rung.max_tokens, limit_entities=rung.limit_entities,
-                                    task_type=chosen, verbosity=rung.verbosity, expand_deps=rung.expand_deps)
+            with lend() if lend is not None else nullcontext(self) as kc:
+                return kc.context(question, max_tokens=rung.max_tokens, limit_entities=rung.limit_entities,
+                                  task_type=chosen, verbosity=rung.verbosity, expand_deps=rung.expand_deps)
 
-        with query_lock or nullcontext():
-            policy = self.routing_policy()  # loads the embedding model when nothing has yet
+        policy = self.routing_policy()  # reads the artifact and the settings, not the index
         llm = self.config.llm
         telemetry = TelemetryLog(self.store_dir / TELEMETRY_FILE_NAME) if llm.telemetry else None
         return smart_answer(question, task_type=chosen, build_bundle=build_bundle, policy=policy, llm=llm,
@@ -300,6 +486,7 @@ class KnowCode:
     def close(self) -> None:
         """Release the read connection (the facade reopens it on the next query)."""
         self._drop_orchestrator()
+        self._loaded_key = None
         if self._reader is not None:
             self._reader.close()
         self._reader = None
@@ -316,12 +503,23 @@ class KnowCode:
 
     @contextmanager
     def _reading(self) -> Iterator[Store]:
-        """The up-to-date store, open for the block and closed after it."""
+        """The up-to-date store, open for the block and closed after it (a read-only facade inside
+        :meth:`snapshot`: its own connection, on the snapshot's state)."""
+        if self._in_snapshot and self._reader is not None:
+            yield self._reader
+            return
         store = self.open_store()
         try:
             yield store
         finally:
             store.close()
+
+    def indexed_at(self) -> float | None:
+        """When the index this facade reads was built (epoch seconds; inside :meth:`snapshot`, the
+        snapshot's), or None before the first run."""
+        with self._reading() as store:
+            stamp = store.meta().get("indexed_at")
+        return float(stamp) if stamp else None
 
     def stats(self) -> IndexStats:
         """Totals of the index (files, languages, entities, relationships, chunks), and what was left out."""
@@ -406,27 +604,6 @@ class KnowCode:
         if not self._fresh:
             return self.index()
         return self.index() if self.changed_since_index() else None
-
-    def index_aside(self) -> IndexReport:
-        """Index with a second facade, so queries on this one keep the last complete index meanwhile.
-
-        Call :meth:`close` afterwards (under whatever serialises this facade's queries): the next
-        query then loads the new index generation.
-
-        It takes the store's writer lock as :meth:`index` does, so it waits for (and then skips the
-        work of) any other run on the store, in this process or another.
-
-        :return: what changed.
-        :raises StoreError: the store cannot be opened or written.
-        :raises StoreLockedError: another run held the store for longer than index_lock_timeout_seconds.
-        """
-        indexer = KnowCode(self.root, self.store_dir, self.config)
-        # The same providers: loading the embedding model again would cost ~0.5 s per re-index.
-        indexer._embedder, indexer._embedder_loaded = self.embedder(), True
-        try:
-            return indexer.index()
-        finally:
-            indexer.close()
 
 
 def open(root: str | Path, store: str | Path | None = None,  # noqa: A001 - the documented API name

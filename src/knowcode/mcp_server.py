@@ -5,13 +5,18 @@ when the server starts, so the rest of KnowCode works without the ``mcp`` extra.
 serves the protocol from a private copy of stdout and points the process's own stdout at stderr, so
 nothing but protocol can reach the client; logs go to stderr. Streamable HTTP binds loopback only.
 
-Each repository has one :class:`~knowcode.engine.KnowCode` facade, used by one tool call at a time
-(``ask_codebase`` holds it only while it builds bundles, not while a model answers). It is indexed on
-first use, and every call first brings it up to date (only changed files are parsed).
+Each repository has one writing :class:`~knowcode.engine.KnowCode` facade and a
+:class:`~knowcode.readers.ReaderPool`: tool calls run side by side, each on a read-only facade of its
+own, reading one committed state of the index (``ask_codebase`` borrows one only while it builds a
+bundle, not while a model answers). The index is built on first use, and every call first brings it
+up to date (only changed files are parsed); a change tracker (:class:`~knowcode.watcher.Watcher`
+without a callback) records which files change, so an unchanged tree costs a call nothing, and
+without a working tracker the tree is walked at most every ``[server] recheck_interval_seconds``.
 With ``--watch`` each repository is indexed at start and then re-indexed in the background as files
-change (with a second facade, swapped in when complete), so calls never wait for indexing. Every
-tool's result carries ``indexed_at`` (when the index it was answered from was built, epoch seconds)
-and ``pending_changes`` (changed paths not yet in that index: the batch being indexed now).
+change, while calls go on reading the last complete index. Every tool's result carries
+``indexed_at`` (when the index it was answered from was built, epoch seconds) and
+``pending_changes`` (changed paths seen that are not in that index: with ``--watch``, the batch being
+indexed now).
 Tool failures reach the agent as error text, never as a crash of the server.
 """
 
@@ -21,12 +26,15 @@ Tool failures reach the agent as error text, never as a crash of the server.
 import dataclasses
 import hashlib
 import logging
+import os
+import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from knowcode import render
@@ -35,11 +43,12 @@ from knowcode.config import AppConfig
 from knowcode.engine import KnowCode
 from knowcode.errors import KnowCodeError
 from knowcode.indexing import IndexReport
-from knowcode.safety import check_text
-from knowcode.storage import Store
+from knowcode.readers import ReaderPool, auto_readers
+from knowcode.safety import check_text, split_host
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.transport_security import TransportSecuritySettings
 
     from knowcode.watcher import Watcher
 
@@ -53,6 +62,10 @@ DEFAULT_HTTP_PORT = 8765
 MAX_QUERY_CHARS = 4000  # a query or question; longer text is a pasted file, not a query
 MAX_TARGET_CHARS = 1000  # an entity id, qualified name or path[:line]
 MAX_LISTED = 20  # paths per list in index_status (changed, skipped, failed): the counts are complete
+# The first call waits at most this long for the change tracker's watches to be set up (a few ms on a
+# 5k-file tree), so no change between its walk and the watch goes unseen; past it the call goes on
+# and the tracker's changes are taken as they come.
+TRACKER_READY_SECONDS = 5.0
 
 T = TypeVar("T")
 
@@ -81,16 +94,17 @@ class MissingExtraError(KnowCodeError):
 
 @dataclass
 class Repository:
-    """One served repository: its facade, the lock that serialises its use, its last index run."""
+    """One served repository: its writing facade, the readers its calls run on, how it notices changes."""
 
     name: str
-    engine: KnowCode
-    lock: threading.Lock
+    engine: KnowCode  # the writer: indexing runs here, under `write_lock`
+    readers: ReaderPool  # every tool call runs on one of these, side by side
+    write_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
     last_update: IndexReport | None = None
     last_update_at: float | None = None
-    indexed_at: float | None = None  # when the index the facade reads was built (store meta)
-    watcher: "Watcher | None" = None
-    reindex_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    watcher: "Watcher | None" = None  # --watch: re-indexes in the background
+    tracker: "Watcher | None" = None  # the default: records changes; the next call re-indexes them
+    checked_at: float | None = None  # no running tracker: when the tree was last walked (monotonic)
 
 
 def _store_for(root: Path, store: Path | None, several: bool) -> Path | None:
@@ -127,7 +141,8 @@ class Repositories:
                    for root in unique]
         names = [engine.root.name or str(engine.root) for engine in engines]
         clashes = {name for name in names if names.count(name) > 1}
-        return cls([Repository(str(engine.root) if name in clashes else name, engine, threading.Lock())
+        return cls([Repository(str(engine.root) if name in clashes else name, engine,
+                               ReaderPool(engine, auto_readers(engine.config.server.query_threads)))
                     for name, engine in zip(names, engines, strict=True)])
 
     def select(self, repo: str | None) -> Repository:
@@ -151,63 +166,94 @@ class Repositories:
         served = ", ".join(f"{item.name} ({item.engine.root})" for item in self.items)
         raise ValueError(f"unknown repository {repo!r}: this server answers for {served}")
 
-    def call(self, repo: str | None, work: Callable[[KnowCode], T]) -> T:
-        """Bring the chosen repository's index up to date, then run `work` on its facade."""
+    def call(self, repo: str | None, work: Callable[[KnowCode], T]) -> tuple[T, dict[str, Any]]:
+        """Bring the chosen repository's index up to date, then run `work` on a reader of its own.
+
+        :return: what `work` returned, and the freshness of the index state it read (`indexed_at`,
+            `pending_changes`).
+        """
         item = self.select(repo)
-        with item.lock:
-            self._refresh(item)
-            return work(item.engine)
+        self._refresh(item)
+        with item.readers.borrow() as reader:
+            result = work(reader)
+            indexed_at = reader.indexed_at()
+        return result, self._freshness(item, indexed_at)
 
     def ask(self, repo: str | None, question: str, task_type: str) -> str:
         """Answer a question about the chosen repository; the `ask` document as compact JSON, with the
         index's freshness added.
 
-        The lock is held while the index is refreshed and while each bundle is built, not during model
-        calls: a model may take a minute, and the other tools keep answering meanwhile.
+        A reader is borrowed while each bundle is built, not during model calls: a model may take a
+        minute, and the other tools keep answering meanwhile.
 
         :raises ValueError: an unknown repository, an empty question or an unknown task type.
         :raises StoreError: the index cannot be read.
         """
         item = self.select(repo)
-        with item.lock:
-            self._refresh(item)
-        answer = item.engine.ask(question, task_type, query_lock=item.lock)
-        return render.compact_json({**render.answer_data(answer), **self.freshness(item)})
+        self._refresh(item)
+        answer = item.engine.ask(question, task_type, lend=item.readers.borrow)
+        with item.readers.borrow() as reader:
+            indexed_at = reader.indexed_at()
+        return render.compact_json({**render.answer_data(answer), **self._freshness(item, indexed_at)})
 
     def _refresh(self, item: Repository) -> None:
-        """Bring the index up to date, under the repository's lock (a watched one is left to its watcher)."""
-        if item.watcher is None:
-            report = item.engine.refresh()
-            if report is not None:
-                self._record(item, report)
+        """Bring the index up to date before a call (a watched repository is left to its watcher).
+
+        The tracker says whether anything changed, so an unchanged tree costs no walk. The first call
+        indexes (a no-op run on a current index); without a running tracker the tree is walked at
+        most every ``[server] recheck_interval_seconds``.
+        """
+        if item.watcher is not None:
+            return
+        with item.write_lock:
+            tracker = item.tracker
+            if tracker is not None and item.last_update is not None and tracker.healthy:
+                paths = tracker.take()
+                if paths:
+                    try:
+                        self._record(item, item.engine.index())
+                    except BaseException:
+                        tracker.restore(paths)  # still pending: the next call tries again
+                        raise
+                return
+            if tracker is not None and item.last_update is None:
+                # Every change after this is seen: the walk below covers the ones before it.
+                tracker.wait_ready(TRACKER_READY_SECONDS)
+                tracker.take()
+            now = time.monotonic()
+            interval = item.engine.config.server.recheck_interval_seconds
+            if item.last_update is None:
+                self._record(item, item.engine.index())
+            elif item.checked_at is None or now - item.checked_at >= interval:
+                report = item.engine.refresh()
+                if report is not None:
+                    self._record(item, report)
+            else:
+                return
+            item.checked_at = now
 
     def answer(self, repo: str | None, work: Callable[[KnowCode], Any]) -> str:
         """Run `work` as :meth:`call` does; its document (a dict or a dataclass) as compact JSON, with
         the index's freshness (`indexed_at`, `pending_changes`) added."""
-        item = self.select(repo)
-        data = self.call(repo, work)
+        data, freshness = self.call(repo, work)
         value = dataclasses.asdict(data) if dataclasses.is_dataclass(data) and not isinstance(data, type) \
             else data
-        return render.compact_json({**value, **self.freshness(item)})
+        return render.compact_json({**value, **freshness})
 
-    def freshness(self, item: Repository) -> dict[str, Any]:
-        """How current the repository's index is: when it was built and how many changes are pending."""
-        if item.indexed_at is None:
-            item.indexed_at = _indexed_at(item.engine)
-        return {"indexed_at": item.indexed_at,
-                "pending_changes": item.watcher.pending if item.watcher is not None else 0}
+    @staticmethod
+    def _freshness(item: Repository, indexed_at: float | None) -> dict[str, Any]:
+        """How current an answer is: when its index was built, and how many changed paths it lacks."""
+        watching = item.watcher if item.watcher is not None else item.tracker
+        pending = watching.pending if watching is not None and watching.healthy else 0
+        return {"indexed_at": indexed_at, "pending_changes": pending}
 
     def reindex(self, item: Repository) -> None:
-        """Index a watched repository aside, then swap the new index in (the watcher's callback)."""
-        with item.reindex_lock:
-            report = item.engine.index_aside()
-            with item.lock:
-                item.engine.close()  # the next call loads the new generation
-                self._record(item, report)
+        """Index a watched repository; calls read the new state once it commits (the watcher's callback)."""
+        with item.write_lock:
+            self._record(item, item.engine.index())
 
     def _record(self, item: Repository, report: IndexReport) -> None:
         item.last_update, item.last_update_at = report, time.time()
-        item.indexed_at = _indexed_at(item.engine)
         logger.info("%s: indexed %d files (%d unchanged) in %.2fs", item.name, report.parsed_files,
                     report.unchanged, report.seconds)
 
@@ -219,7 +265,7 @@ class Repositories:
         from knowcode.watcher import Watcher
 
         for item in self.items:
-            with item.lock:
+            with item.write_lock:
                 self._record(item, item.engine.index())
 
             def on_change(item: Repository = item) -> None:
@@ -231,11 +277,30 @@ class Repositories:
             if item.engine.changed_since_index():  # changed while the first run indexed
                 self.reindex(item)
 
-    def stop_watching(self) -> None:
-        """Stop every watcher (waiting for a re-index in progress)."""
+    def start_tracking(self) -> None:
+        """Record each repository's changes as they happen, so a call re-indexes only after one (the
+        default without ``--watch``). Without ``watchfiles`` the tree is walked at most every
+        ``[server] recheck_interval_seconds`` instead, as it is when a watch cannot be set up."""
+        try:
+            import watchfiles  # noqa: F401 - only checks that it is installed
+
+            from knowcode.watcher import Watcher
+        except ImportError:
+            logger.warning("watchfiles is not installed: changes are looked for by walking the tree, at "
+                           "most every [server] recheck_interval_seconds (%s)", INSTALL_HINT)
+            return
         for item in self.items:
-            if item.watcher is not None:
-                item.watcher.stop()
+            item.tracker = Watcher(item.engine.root, item.engine.store_dir, None,
+                                   name=f"knowcode-track-{item.name}")
+            item.tracker.start()
+
+    def stop_watching(self) -> None:
+        """Stop every watcher and tracker (waiting for a re-index in progress), then close the readers."""
+        for item in self.items:
+            for watching in (item.watcher, item.tracker):
+                if watching is not None:
+                    watching.stop()
+            item.readers.close()
 
     def status(self, repo: str | None) -> str:
         """The `index_status` document of one repository, as compact JSON."""
@@ -265,16 +330,6 @@ class Repositories:
             }
 
         return self.answer(repo, gather)
-
-
-def _indexed_at(engine: KnowCode) -> float | None:
-    """When the repository's index was last built (epoch seconds), from its store."""
-    store = Store.open(engine.store_dir, create=False)
-    try:
-        stamp = store.meta().get("indexed_at")
-    finally:
-        store.close()
-    return float(stamp) if stamp else None
 
 
 def _require_sdk() -> None:
@@ -392,7 +447,33 @@ def _configure_logging() -> None:
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)
     logging.getLogger("knowcode").setLevel(logging.INFO)
-    logging.getLogger("bm25s").setLevel(logging.WARNING)  # it sets itself to DEBUG on import
+
+
+def transport_security(allowed_hosts: Sequence[str]) -> "TransportSecuritySettings":
+    """The SDK's Host and Origin checks (DNS rebinding): loopback on any port, as the SDK allows by
+    default, plus ``[server] allowed_hosts`` (the first repository's) as the HTTP API reads them: a name
+    on any port, or ``name:port`` on that port only.
+
+    :param allowed_hosts: the configured entries (checked by the config loader).
+    :return: the settings for the streamable HTTP transport.
+    """
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    for entry in allowed_hosts:
+        parsed = split_host(entry)
+        if parsed is None:
+            continue
+        name, port = parsed
+        name = f"[{name}]" if ":" in name else name  # an IPv6 address, as a Host header writes it
+        hosts += [f"{name}:{port}"] if port is not None else [name, f"{name}:*"]
+    origins = [f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                     allowed_origins=origins)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
 
 
 def serve(roots: list[Path], store: Path | None = None, config: Path | None = None,
@@ -427,15 +508,32 @@ def serve(roots: list[Path], store: Path | None = None, config: Path | None = No
             raise MissingExtraError(f"--watch needs watchfiles: {INSTALL_HINT}") from err
     repos = Repositories.open(roots or [Path()], store, config)
     server = build_server(repos)
-    logger.info("serving %s over %s", ", ".join(str(r.engine.root) for r in repos.items), transport)
+    stopped = False
+    if transport == "stdio" and threading.current_thread() is threading.main_thread():
+        # asyncio's own Ctrl-C handler only cancels the main task, which then waits forever for the
+        # SDK's stdin reader; a plain KeyboardInterrupt stops the server as SIGTERM does.
+        signal.signal(signal.SIGINT, _interrupt)
     try:
+        logger.info("serving %s over %s", ", ".join(str(r.engine.root) for r in repos.items), transport)
         if watch:
             repos.start_watching()
+        else:
+            repos.start_tracking()
         if transport == "stdio":
             server.run("stdio")
         else:
-            server.run("streamable-http", host=host, port=port)
+            server.run("streamable-http", host=host, port=port,
+                       transport_security=transport_security(repos.items[0].engine.config.server.allowed_hosts))
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (the CLI raises it alike): a requested stop, exit 0
+        logger.info("stopped")
+        stopped = True
     finally:
         repos.stop_watching()
         for item in repos.items:
             item.engine.close()
+    if stopped and transport == "stdio":
+        # The SDK reads stdin on a worker thread that no signal interrupts, and the interpreter would
+        # wait for it at exit until the client closed the pipe: everything is closed, so leave now.
+        logging.shutdown()
+        sys.stderr.flush()
+        os._exit(0)

@@ -30,7 +30,9 @@ def free_port() -> int:
 
 @pytest.fixture
 def server_url(tmp_path: Path) -> Iterator[str]:
-    repo = write_tree(tmp_path / "repo", SAMPLE_REPO)
+    # a LAN name the server may be reached by, as the HTTP API reads it
+    repo = write_tree(tmp_path / "repo", {**SAMPLE_REPO,
+                                          "knowcode.toml": '[server]\nallowed_hosts = ["devbox.lan"]\n'})
     port = free_port()
     command = [sys.executable, "-m", "knowcode", "mcp", "--repo", str(repo), "--store",
                str(tmp_path / "store"), "--transport", "http", "--host", "127.0.0.1", "--port", str(port)]
@@ -72,3 +74,25 @@ def test_tools_over_streamable_http(server_url: str) -> None:
             assert bad.is_error
 
     anyio.run(main)
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "test", "version": "1"}}}
+
+
+def test_host_checks_follow_the_allowed_hosts_setting(server_url: str) -> None:
+    import httpx
+
+    port = server_url.split(":")[2].split("/")[0]
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+    def status(host: str, origin: str | None = None) -> int:
+        extra = {"Host": host, **({"Origin": origin} if origin else {})}
+        return httpx.post(server_url, json=INITIALIZE, headers={**headers, **extra}, timeout=30).status_code
+
+    assert status(f"127.0.0.1:{port}") == 200
+    assert status(f"devbox.lan:{port}") == 200  # configured: any port
+    assert status(f"devbox.lan:{port}", origin=f"http://devbox.lan:{port}") == 200
+    assert status(f"evil.example:{port}") == 421  # DNS rebinding: refused
+    assert status(f"127.0.0.1:{port}", origin="http://evil.example") == 403

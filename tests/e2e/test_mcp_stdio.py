@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -28,6 +29,8 @@ TOOLS = {"search_codebase", "retrieve_context_for_query", "get_entity_context", 
 MAX_DESCRIPTION_CHARS = 300  # a tool description is paid for on every agent turn
 MAX_TOOL_LIST_CHARS = 4000  # the whole tools/list answer: names, descriptions and input schemas
 SESSION_SECONDS = 120  # a whole session, first indexing included
+STOP_SECONDS = 30.0  # a stop takes well under a second; this bounds a hang
+FRESH_WITHIN_SECONDS = 10.0  # the tracker sees a change in ~20 ms; this only bounds a hang on a slow CI
 HANDSHAKE_VERSION = "2025-06-18"  # the initialize handshake most MCP clients speak today
 KEY_ENV = "KNOWCODE_TEST_LLM_KEY"
 SECRET = "sk-test-0123456789-mcp"
@@ -128,10 +131,16 @@ def test_every_tool_over_stdio(repo: Path, tmp_path: Path) -> None:
         assert answer["indexed_at"] == status["indexed_at"] and answer["pending_changes"] == 0
         checked.append("tools")
 
-        # the index follows the tree: a file written now is found by the next call
+        # the index follows the tree: a file written now is found by the calls made once the change
+        # tracker saw it (milliseconds later), each of which answers from an index that holds it
         (repo / "pkg" / "fresh.py").write_text("def brand_new_function():\n    return 7\n", encoding="utf-8")
-        hits = ok(await client.call_tool("search_codebase", {"query": "brand_new_function"}))
-        assert hits["hits"][0]["path"] == "pkg/fresh.py"
+        with anyio.fail_after(FRESH_WITHIN_SECONDS):
+            while True:
+                hits = ok(await client.call_tool("search_codebase", {"query": "brand_new_function"}))
+                if hits["hits"] and hits["hits"][0]["path"] == "pkg/fresh.py":
+                    break
+                await anyio.sleep(0.01)
+        assert hits["pending_changes"] == 0
         status = ok(await client.call_tool("index_status", {}))
         assert status["files"] == len(SAMPLE_REPO) + 1 and status["last_update"]["added"] == 1
         checked.append("fresh")
@@ -285,3 +294,22 @@ def test_stdout_carries_nothing_but_json_rpc(repo: Path, tmp_path: Path) -> None
     assert json.loads(responses[5]["result"]["content"][0]["text"])["files"] == total_files
     log = stderr.decode("utf-8", "replace")
     assert "serving" in log and "indexed" in log  # the server's own logs, on stderr
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_server_exits_0_while_the_client_keeps_its_pipe_open(repo: Path, tmp_path: Path,
+                                                                      stop: signal.Signals) -> None:
+    process = subprocess.Popen(server_command(repo, store=tmp_path / "store"), stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**os.environ, **server_env(tmp_path)})
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:  # serving: the handlers are set
+            if b"serving" in line:
+                break
+        process.send_signal(stop)
+        assert process.wait(timeout=STOP_SECONDS) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -181,3 +181,102 @@ def test_mcp_watch_reindexes_in_the_background_and_stamps_results(tmp_path: Path
         repos.stop_watching()
         for item in repos.items:
             item.engine.close()
+
+
+def _wait_for(condition: Callable[[], bool]) -> None:
+    started = time.monotonic()  # only a bound on a hang, never a speed check
+    while not condition():
+        assert time.monotonic() - started < VISIBLE_WITHIN_SECONDS, "timed out waiting"
+        time.sleep(0.005)
+
+
+def test_the_tracker_records_changed_paths_until_taken(tmp_path: Path) -> None:
+    from knowcode.watcher import Watcher
+
+    root = write_tree(tmp_path / "repo", {**REPO, ".gitignore": "*.log\n"})
+    tracker = Watcher(root, tmp_path / "store", None)
+    tracker.start()
+    try:
+        assert tracker.wait_ready(VISIBLE_WITHIN_SECONDS) and tracker.healthy
+        (root / "pkg/alpha.py").write_text("def alpha_handler(x):\n    return x + 2\n", encoding="utf-8")
+        (root / "debug.log").write_text("ignored\n", encoding="utf-8")
+        _wait_for(lambda: tracker.pending > 0)
+        time.sleep(0.1)  # the ignored file had its chance to be (wrongly) recorded
+        taken = tracker.take()
+        assert taken == {"pkg/alpha.py"} and tracker.pending == 0 and tracker.take() == set()
+        tracker.restore(taken)
+        assert tracker.pending == 1
+    finally:
+        tracker.stop()
+    assert not tracker.healthy
+
+
+def _mcp_search(repos: Any, query: str) -> dict[str, Any]:
+    import json
+
+    document: dict[str, Any] = json.loads(repos.answer(
+        None, lambda kc: {"hits": [hit.name for hit in kc.search(query)]}))
+    return document
+
+
+def test_mcp_without_watch_walks_the_tree_only_after_a_change(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from knowcode.mcp_server import Repositories
+
+    root = write_tree(tmp_path / "repo", REPO)
+    repos = Repositories.open([root], tmp_path / "store")
+    runs: list[str] = []
+    index = KnowCode.index
+
+    def counted(self: KnowCode, *args: Any, **kwargs: Any) -> Any:
+        runs.append("index")  # every run walks the whole tree
+        return index(self, *args, **kwargs)
+
+    monkeypatch.setattr(KnowCode, "index", counted)
+    monkeypatch.setattr(KnowCode, "changed_since_index", lambda self: pytest.fail("walked the tree"))
+    repos.start_tracking()
+    try:
+        first = _mcp_search(repos, "alpha_handler")
+        assert "alpha_handler" in first["hits"] and first["pending_changes"] == 0 and runs == ["index"]
+        for _ in range(5):  # nothing changed: no walk, no run
+            assert _mcp_search(repos, "alpha_handler")["pending_changes"] == 0
+        assert runs == ["index"]
+
+        (root / "pkg/alpha.py").write_text("def omega_handler(x):\n    return x\n", encoding="utf-8")
+        tracker = repos.items[0].tracker
+        assert tracker is not None
+        _wait_for(lambda: tracker.pending > 0)  # milliseconds: the tracker's batch
+        later = _mcp_search(repos, "omega_handler")  # the next call re-indexes, then answers
+        assert "omega_handler" in later["hits"] and later["pending_changes"] == 0
+        assert later["indexed_at"] > first["indexed_at"] and runs == ["index", "index"]
+        monkeypatch.setattr(KnowCode, "changed_since_index", lambda self: ())
+        status = json.loads(repos.status(None))
+        assert status["watching"] is False and status["last_update"]["changed"] == 1
+    finally:
+        repos.stop_watching()
+        for item in repos.items:
+            item.engine.close()
+
+
+def test_mcp_without_a_tracker_walks_at_most_every_recheck_interval(tmp_path: Path) -> None:
+    from knowcode.config import AppConfig, ServerConfig
+    from knowcode.mcp_server import Repositories
+
+    root = write_tree(tmp_path / "repo", REPO)
+    for interval, sees_the_edit in ((3600.0, False), (0.0, True)):
+        config = AppConfig(server=ServerConfig(recheck_interval_seconds=interval))
+        repos = Repositories.open([root], tmp_path / f"store-{interval}", config)  # no start_tracking()
+        try:
+            assert "alpha_handler" in _mcp_search(repos, "alpha_handler")["hits"]
+            name = f"edited_within_{int(interval)}"
+            (root / "pkg/alpha.py").write_text(f"def {name}(x):\n    return x\n", encoding="utf-8")
+            answer = _mcp_search(repos, name)
+            # within the interval the index is answered as it is (as documented), never walked
+            assert (name in answer["hits"]) is sees_the_edit and answer["pending_changes"] == 0
+        finally:
+            repos.stop_watching()
+            for item in repos.items:
+                item.engine.close()
+        write_tree(root, REPO)

@@ -229,10 +229,11 @@ def test_store_failure_is_503_and_internal_error_is_500(engine: KnowCode,
     def crash(*_: Any, **__: Any) -> Any:
         raise ZeroDivisionError("division by zero in /secret/path")
 
-    monkeypatch.setattr(engine, "search", unavailable)
+    # on the class: queries run on the facade's readers, not on the facade itself
+    monkeypatch.setattr(KnowCode, "search", unavailable)
     response = client.get(f"{API_PREFIX}/search", params={"q": "x"})
     assert response.status_code == 503 and response.json()["error"]["code"] == "unavailable"
-    monkeypatch.setattr(engine, "search", crash)
+    monkeypatch.setattr(KnowCode, "search", crash)
     response = client.get(f"{API_PREFIX}/search", params={"q": "x"})
     assert response.status_code == 500 and response.json()["error"]["code"] == "internal"
     assert "/secret/path" not in response.text
@@ -269,7 +270,7 @@ def test_ask_leaves_the_facade_free_while_the_model_answers(tmp_path: Path,
             return answer
 
         monkeypatch.setattr(facade, "ask", ask_and_stamp)
-        client = TestClient(create_app(facade, token=None))
+        client = TestClient(create_app(facade, token=None, readers=1))  # one reader: the search needs it
         replies: dict[str, Any] = {}
         asking = threading.Thread(target=lambda: replies.update(
             ask=client.post(f"{API_PREFIX}/ask", json={"question": "how does Engine run text"})))
@@ -316,3 +317,26 @@ def test_serve_without_the_server_extra_prints_the_pip_command(runner: CliRunner
     result = runner.invoke(app, ["serve", "--repo", str(tmp_path)])
     assert result.exit_code == EXIT_FAILURE
     assert "pip install 'knowcode[server]'" in result.output
+
+
+def test_worker_spec_round_trips_through_the_environment() -> None:
+    from knowcode.api import WorkerSpec
+
+    spec = WorkerSpec("/repo", "/store", None, auth=True)
+    assert WorkerSpec.from_env(spec.to_env()) == spec
+    with pytest.raises(ValueError, match="--workers"):
+        WorkerSpec.from_env(None)
+    with pytest.raises(ValueError, match="not a worker spec"):
+        WorkerSpec.from_env('{"root": "/repo"}')
+
+
+def test_a_worker_app_serves_the_store_its_parent_indexed(engine: KnowCode,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from knowcode.api import WORKER_SPEC_ENV, WorkerSpec, create_worker_app
+
+    spec = WorkerSpec(str(engine.root), str(engine.store_dir), None, auth=False)
+    monkeypatch.setenv(WORKER_SPEC_ENV, spec.to_env())
+    monkeypatch.setattr(KnowCode, "index", lambda *_: pytest.fail("a worker indexed on its own"))
+    client = TestClient(create_worker_app())
+    response = client.get(f"{API_PREFIX}/search", params={"q": "helper"})
+    assert response.status_code == 200 and response.json()["hits"][0]["name"] == "helper"

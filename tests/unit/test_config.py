@@ -216,3 +216,22 @@ def test_bad_llm_settings_are_errors_naming_the_setting(tmp_path: Path, body: st
         load_config(tmp_path)
     assert all(word in str(info.value) for word in words), str(info.value)
     assert "knowcode.toml" in str(info.value)
+
+
+def test_server_concurrency_and_recheck_settings_are_read(tmp_path: Path) -> None:
+    (tmp_path / "knowcode.toml").write_text(
+        "[server]\nworkers = 2\nquery_threads = 3\nrecheck_interval_seconds = 5\n", encoding="utf-8")
+    server = load_config(tmp_path).server
+    assert (server.workers, server.query_threads, server.recheck_interval_seconds) == (2, 3, 5.0)
+    defaults = AppConfig().server
+    assert (defaults.workers, defaults.query_threads, defaults.recheck_interval_seconds) == (1, 0, 2.0)
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("workers = 0", "workers must be at least 1"), ("query_threads = -1", "query_threads must be >= 0"),
+    ("recheck_interval_seconds = -1", "recheck_interval_seconds must be >= 0"), ("workers = 1.5", "int"),
+])
+def test_server_concurrency_settings_are_checked(tmp_path: Path, line: str, message: str) -> None:
+    (tmp_path / "knowcode.toml").write_text(f"[server]\n{line}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        load_config(tmp_path)
