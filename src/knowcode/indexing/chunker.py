@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from knowcode.indexing.entity_ids import stable_id
-from knowcode.indexing.tokenizer import tokenize
+from knowcode.indexing.tokenizer import token_text
 from knowcode.models import Chunk, Entity
 
 # DESIGN.md: the dense and sparse legs were measured on ~1,500-character chunks; issue #3 asks for
@@ -69,7 +69,7 @@ class _Chunker:
         chunk_id = stable_id(self.path, str(start), str(end), entity.id, text)
         index_text = f"{self.path}\n{entity.qualified_name}\n{text}"
         self.chunks.append(Chunk(chunk_id, self.path, entity.id, start, end, text, index_text,
-                                 " ".join(tokenize(index_text))))
+                                 token_text(index_text)))
 
     def items(self, entity: Entity) -> list[_Item]:
         """The entity's span as an ordered list of own-line runs and children."""

@@ -23,9 +23,9 @@ from knowcode.indexing.graph_builder import SymbolTable, lookup_names, resolve
 from knowcode.indexing.scanner import ScannedFile, SkippedFile, scan
 from knowcode.indexing.tokenizer import TOKENIZER_VERSION
 from knowcode.indexing.workers import worker_pool
-from knowcode.models import FileRecord, RelationKind, Relationship
+from knowcode.models import FileRecord, RelationKind
 from knowcode.progress import Phase, ProgressCallback, no_progress
-from knowcode.storage.store import Store
+from knowcode.storage.store import RelationshipRow, Store, relationship_of_row, relationship_row
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +40,7 @@ EXTRACTION_VERSION_KEY = "extraction_version"
 # Meta key counting committed runs that changed chunks: derived indexes (BM25, vectors) record the
 # generation they were built from, so a reader can tell whether they are current.
 CONTENT_GENERATION_KEY = "content_generation"
+_CONTAINS = RelationKind.CONTAINS.value
 
 
 @dataclass(frozen=True)
@@ -116,9 +117,9 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
     renamed_modules = _renamed_modules(store, scanned.files, old, to_parse)
     to_parse.extend(f for f in scanned.files if f.path in renamed_modules)
     gone = sorted(set(old) - set(current))
-    fresh: list[ParsedFile] = []
+    fresh: list[FileRecord] = []  # records only: a file's rows are in the store once it arrives
     failed: dict[str, str] = {}
-    references: list[Relationship] = []
+    references: list[RelationshipRow] = []
     with store.transaction():
         old_names = store.entity_names_by_file([*gone, *(f.path for f in to_parse if f.path in old)])
         names = {name for path in gone for name in old_names.get(path, ())}
@@ -131,14 +132,14 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
                 failed[path] = outcome.reason
                 names.update(old_names.get(path, ()))
                 continue
-            store.insert([outcome.record], outcome.entities, outcome.chunks)
+            store.insert_rows([outcome.record], outcome.entities, outcome.chunks)
             references.extend(outcome.references)
             content_changed = path not in old or old[path].content_hash != outcome.record.content_hash
             if content_changed:
-                fresh.append(outcome)
+                fresh.append(outcome.record)
             if content_changed or path in renamed_modules:  # new ids: what referred to them re-resolves
                 names.update(old_names.get(path, ()))
-                names.update(e.name for e in outcome.entities)
+                names.update(row[3] for row in outcome.entities)
         replaced = {*gone, *(f.path for f in to_parse)}
         if replaced:
             progress(Phase.RESOLVE, 0, None)
@@ -173,15 +174,17 @@ def _renamed_modules(store: Store, files: Iterable[ScannedFile], old: dict[str, 
     return {f.path for f in candidates if stored.get(f.path, f.module) != f.module}
 
 
-def _resolve_changes(store: Store, new_refs: list[Relationship], names: set[str], replaced: set[str],
+def _resolve_changes(store: Store, new_rows: list[RelationshipRow], names: set[str], replaced: set[str],
                      has_unchanged: bool) -> int:
     """Resolve the re-parsed files' references, and re-resolve old ones that mention a changed name.
 
+    :param new_rows: the re-parsed files' relationships, in arrival order (`contains` ones resolved).
     :return: the references resolved.
     """
     affected = [r for r in store.references_to_names(names) if r.path not in replaced
                 and lookup_names(r) & names] if has_unchanged else []
-    pending = [r for r in [*new_refs, *affected] if r.kind is not RelationKind.CONTAINS]
+    new_refs = [relationship_of_row(row) for row in new_rows if row[1] != _CONTAINS]
+    pending = [*new_refs, *(r for r in affected if r.kind is not RelationKind.CONTAINS)]
     table = SymbolTable()
     wanted = set().union(*(lookup_names(r) for r in pending)) if pending else set()
     table.add_entities(store.entities_named(wanted))
@@ -192,27 +195,30 @@ def _resolve_changes(store: Store, new_refs: list[Relationship], names: set[str]
         missing = {e.parent_id for e in loaded if e.parent_id and e.parent_id not in table.by_id}
     table.add_bindings(store.imports_of_files({r.path for r in affected}))
     table.add_bindings(new_refs)
-    store.insert_relationships(resolve(new_refs, table))
+    resolved = iter(resolve(new_refs, table))
+    # In arrival order, `contains` edges among the rest, as they were always written.
+    store.insert_relationship_rows(row if row[1] == _CONTAINS else relationship_row(next(resolved))
+                                   for row in new_rows)
     store.replace_relationships(affected, resolve(affected, table))
     return len(pending)
 
 
-def _report(old: dict[str, FileRecord], fresh: list[ParsedFile], gone: list[str], failed: dict[str, str],
+def _report(old: dict[str, FileRecord], fresh: list[FileRecord], gone: list[str], failed: dict[str, str],
             skipped: Iterable[SkippedFile], total: int, started: float) -> IndexReport:
     old_hashes = {path: record.content_hash for path, record in old.items()}
-    added = sorted(p.record.path for p in fresh if p.record.path not in old)
-    by_hash = {p.record.content_hash: p.record.path for p in fresh if p.record.path in added}
+    added = sorted(r.path for r in fresh if r.path not in old)
+    by_hash = {r.content_hash: r.path for r in fresh if r.path in added}
     renamed = sorted((path, by_hash[old_hashes[path]]) for path in gone if old_hashes[path] in by_hash)
     renamed_paths = {path for pair in renamed for path in pair}
     return IndexReport(
         added=tuple(p for p in added if p not in renamed_paths),
-        changed=tuple(sorted(p.record.path for p in fresh if p.record.path in old)),
+        changed=tuple(sorted(r.path for r in fresh if r.path in old)),
         deleted=tuple(p for p in gone if p not in renamed_paths),
         renamed=tuple(renamed),
         unchanged=total - len(fresh) - len(failed),
         failed=failed,
         skipped={s.path: s.reason for s in skipped},
         parsed_files=len(fresh),
-        parsed_lines=sum(p.record.line_count for p in fresh),
+        parsed_lines=sum(r.line_count for r in fresh),
         seconds=time.perf_counter() - started,
     )

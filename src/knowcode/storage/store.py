@@ -62,6 +62,36 @@ _RELATIONSHIP_COLUMNS = "source_id, kind, target_name, target_id, path, line, al
 _CHUNK_COLUMNS = "id, path, entity_id, start_line, end_line, text, index_text, tokens"
 
 
+# Rows in the column order of the tables, as parser workers send them: plain tuples cross a process
+# boundary ~10x faster than the dataclasses (measured: pickling and unpickling 400 parsed files of
+# abseil took 0.44 s as dataclasses, 0.045 s as tuples) and go to executemany as they are.
+EntityRow = tuple[str, str, str, str, str, str | None, int, int, str, str, str]
+RelationshipRow = tuple[str, str, str, str | None, str, int, str, str]  # ..., alias, name
+ChunkRow = tuple[str, str, str, int, int, str, str, str]
+
+
+def entity_row(e: Entity) -> EntityRow:
+    """An entity as a row of the entities table."""
+    return (e.id, e.path, e.kind.value, e.name, e.qualified_name, e.parent_id, e.start_line, e.end_line,
+            e.signature, e.docstring, e.language)
+
+
+def relationship_row(r: Relationship) -> RelationshipRow:
+    """A relationship as a row of the relationships table (its `name` column derived)."""
+    return (r.source_id, r.kind.value, r.target_name, r.target_id, r.path, r.line, r.alias,
+            r.target_name.rpartition(".")[2])
+
+
+def relationship_of_row(row: RelationshipRow) -> Relationship:
+    """The relationship a row of the relationships table holds."""
+    return Relationship(row[0], RelationKind(row[1]), row[2], row[3], row[4], row[5], row[6])
+
+
+def chunk_row(c: Chunk) -> ChunkRow:
+    """A chunk as a row of the chunks table."""
+    return (c.id, c.path, c.entity_id, c.start_line, c.end_line, c.text, c.index_text, c.tokens)
+
+
 def _entity(row: Sequence[Any]) -> Entity:
     return Entity(row[0], row[1], EntityKind(row[2]), row[3], row[4], row[5], row[6], row[7], row[8],
                   row[9], row[10])
@@ -378,22 +408,27 @@ class Store:
     def insert(self, files: Iterable[FileRecord], entities: Iterable[Entity],
                chunks: Iterable[Chunk]) -> None:
         """Add files, their entities and their chunks."""
+        self.insert_rows(files, map(entity_row, entities), map(chunk_row, chunks))
+
+    def insert_rows(self, files: Iterable[FileRecord], entities: Iterable[EntityRow],
+                    chunks: Iterable[ChunkRow]) -> None:
+        """Add files, and their entities and chunks given as rows (:func:`entity_row`, :func:`chunk_row`)."""
         execute = self.connection.executemany
         execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?)",
                 ((f.path, f.language, f.content_hash, f.size, f.mtime, f.line_count) for f in files))
         execute(f"INSERT INTO entities ({_ENTITY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                ((e.id, e.path, e.kind.value, e.name, e.qualified_name, e.parent_id, e.start_line,
-                  e.end_line, e.signature, e.docstring, e.language) for e in entities))
-        execute(f"INSERT INTO chunks ({_CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                ((c.id, c.path, c.entity_id, c.start_line, c.end_line, c.text, c.index_text, c.tokens)
-                 for c in chunks))
+                entities)
+        execute(f"INSERT INTO chunks ({_CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", chunks)
 
     def insert_relationships(self, relationships: Iterable[Relationship]) -> None:
         """Add relationships (resolved or not)."""
+        self.insert_relationship_rows(map(relationship_row, relationships))
+
+    def insert_relationship_rows(self, rows: Iterable[RelationshipRow]) -> None:
+        """Add relationships given as rows (:func:`relationship_row`)."""
         self.connection.executemany(
             f"INSERT INTO relationships ({_RELATIONSHIP_COLUMNS}, name) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            ((r.source_id, r.kind.value, r.target_name, r.target_id, r.path, r.line, r.alias,
-              r.target_name.rpartition(".")[2]) for r in relationships))
+            rows)
 
     def replace_relationships(self, old: Sequence[Relationship], new: Sequence[Relationship]) -> None:
         """Swap existing relationships for their re-resolved versions (same position, new target)."""

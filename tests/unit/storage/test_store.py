@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from knowcode.errors import SchemaVersionError, StoreError
-from knowcode.models import Entity, EntityKind, FileRecord, RelationKind, Relationship
+from knowcode.models import Chunk, Entity, EntityKind, FileRecord, RelationKind, Relationship
 from knowcode.storage import SCHEMA_VERSION, Store
-from knowcode.storage.store import DATABASE_NAME
+from knowcode.storage.store import DATABASE_NAME, chunk_row, entity_row, relationship_of_row, relationship_row
 
 RECORD = FileRecord("a.py", "python", "hash", 10, 1.0, 2)
 MODULE = Entity("m", "a.py", EntityKind.MODULE, "a", "a", None, 1, 2, "", "", "python")
@@ -108,3 +108,17 @@ def test_callers_children_and_file_records_of_given_ids(tmp_path: Path) -> None:
     assert [e.id for e in store.children(["m"])] == ["k"]
     assert store.file_records_in(["a.py", "missing.py"]) == {"a.py": RECORD}
     store.close()
+
+
+def test_rows_round_trip_through_the_tables(tmp_path: Path) -> None:
+    chunk = Chunk("c", "a.py", "m", 1, 2, "text", "a.py\na\ntext", "text")
+    call = Relationship("m", RelationKind.CALLS, "pkg.helper", None, "a.py", 2)
+    assert relationship_of_row(relationship_row(call)) == call
+    store = Store.open(tmp_path)
+    with store.transaction():
+        store.insert_rows([RECORD], [entity_row(MODULE)], [chunk_row(chunk)])
+        store.insert_relationship_rows([relationship_row(call)])
+    assert (store.entities(), store.chunks(), store.relationships()) == ([MODULE], [chunk], [call])
+    name = store.connection.execute("SELECT name FROM relationships").fetchone()[0]
+    store.close()
+    assert name == "helper"
