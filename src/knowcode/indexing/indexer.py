@@ -19,13 +19,19 @@ from pathlib import Path
 
 from knowcode.indexing.entity_ids import module_name
 from knowcode.indexing.file_parser import FileFailure, ParsedFile, parse_file
-from knowcode.indexing.graph_builder import SymbolTable, lookup_names, resolve
+from knowcode.indexing.graph_builder import (
+    SymbolTable,
+    lookup_names,
+    resolve,
+    resolve_reference,
+    target_lookup_names,
+)
 from knowcode.indexing.scanner import ScannedFile, SkippedFile, scan
 from knowcode.indexing.tokenizer import TOKENIZER_VERSION
 from knowcode.indexing.workers import worker_pool
 from knowcode.models import FileRecord, RelationKind
 from knowcode.progress import Phase, ProgressCallback, no_progress
-from knowcode.storage.store import RelationshipRow, Store, relationship_of_row, relationship_row
+from knowcode.storage.store import RelationshipRow, Store, relationship_of_row
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +47,7 @@ EXTRACTION_VERSION_KEY = "extraction_version"
 # generation they were built from, so a reader can tell whether they are current.
 CONTENT_GENERATION_KEY = "content_generation"
 _CONTAINS = RelationKind.CONTAINS.value
+_IMPORTS = RelationKind.IMPORTS.value
 
 
 @dataclass(frozen=True)
@@ -183,24 +190,37 @@ def _resolve_changes(store: Store, new_rows: list[RelationshipRow], names: set[s
     """
     affected = [r for r in store.references_to_names(names) if r.path not in replaced
                 and lookup_names(r) & names] if has_unchanged else []
-    new_refs = [relationship_of_row(row) for row in new_rows if row[1] != _CONTAINS]
-    pending = [*new_refs, *(r for r in affected if r.kind is not RelationKind.CONTAINS)]
+    pending_affected = [r for r in affected if r.kind is not RelationKind.CONTAINS]
+    # What the table needs, read off the rows: the new references become objects one at a time
+    # below (all at once, they would double the memory a cold run holds them in).
+    wanted = set().union(*map(lookup_names, pending_affected))
+    missing = {r.source_id for r in pending_affected}
+    count = len(pending_affected)
+    for row in new_rows:
+        if row[1] != _CONTAINS:
+            wanted.update(target_lookup_names(row[2]))
+            missing.add(row[0])
+            count += 1
     table = SymbolTable()
-    wanted = set().union(*(lookup_names(r) for r in pending)) if pending else set()
-    table.add_entities(store.entities_named(wanted))
-    missing = {r.source_id for r in pending}
+    table.add_entities(store.entities_named(wanted, brief=True))
     while missing:  # sources and their enclosing entities, for same-class resolution
-        loaded = store.entities_by_id(missing - table.by_id.keys())
+        loaded = store.entities_by_id(missing - table.by_id.keys(), brief=True)
         table.add_entities(loaded)
         missing = {e.parent_id for e in loaded if e.parent_id and e.parent_id not in table.by_id}
     table.add_bindings(store.imports_of_files({r.path for r in affected}))
-    table.add_bindings(new_refs)
-    resolved = iter(resolve(new_refs, table))
-    # In arrival order, `contains` edges among the rest, as they were always written.
-    store.insert_relationship_rows(row if row[1] == _CONTAINS else relationship_row(next(resolved))
-                                   for row in new_rows)
+    table.add_binding_rows(row for row in new_rows if row[1] == _IMPORTS)
+    # A generator: executemany resolves and writes one reference at a time, in arrival order.
+    store.insert_relationship_rows(_resolved(row, table) for row in new_rows)
     store.replace_relationships(affected, resolve(affected, table))
-    return len(pending)
+    return count
+
+
+def _resolved(row: RelationshipRow, table: SymbolTable) -> RelationshipRow:
+    """A new reference's row with its target resolved (`contains` rows come resolved)."""
+    if row[1] == _CONTAINS:
+        return row
+    target = resolve_reference(relationship_of_row(row), table)
+    return (row[0], row[1], row[2], target, row[4], row[5], row[6], row[7])
 
 
 def _report(old: dict[str, FileRecord], fresh: list[FileRecord], gone: list[str], failed: dict[str, str],
