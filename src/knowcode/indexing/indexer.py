@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -150,7 +151,9 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
         replaced = {*gone, *(f.path for f in to_parse)}
         if replaced:
             progress(Phase.RESOLVE, 0, None)
-        linked = _resolve_changes(store, references, names, replaced, bool(current.keys() - replaced))
+        # Nothing was kept: the relationships table is empty, so its indexes are built once at the end.
+        with store.indexes_deferred("relationships") if not old else nullcontext():
+            linked = _resolve_changes(store, references, names, replaced, bool(current.keys() - replaced))
         store.replace_skipped({**{s.path: s.reason for s in scanned.skipped}, **failed})
         meta = store.meta()
         changed = bool(fresh or gone or stale or renamed_modules or failed.keys() & old.keys())

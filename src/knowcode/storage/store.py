@@ -433,6 +433,26 @@ class Store:
                 entities)
         execute(f"INSERT INTO chunks ({_CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", chunks)
 
+    @contextmanager
+    def indexes_deferred(self, table: str) -> Iterator[None]:
+        """Drop a table's secondary indexes for the block and build them again after it: building an
+        index over loaded rows sorts once, where keeping it inserts into it row by row (writing the
+        118k relationships of abseil took 0.6-0.68 s of CPU with its four indexes kept, 0.35-0.38 s so).
+
+        Call inside :meth:`transaction`: readers keep seeing the committed indexes, and when the block
+        raises, the transaction's rollback restores them.
+
+        :param table: a table of the schema.
+        """
+        indexes = self.connection.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name = ?",
+            (table,)).fetchall()
+        for name, _ in indexes:
+            self.connection.execute(f'DROP INDEX "{name}"')
+        yield
+        for _, sql in indexes:
+            self.connection.execute(sql)
+
     def insert_relationships(self, relationships: Iterable[Relationship]) -> None:
         """Add relationships (resolved or not)."""
         self.insert_relationship_rows(map(relationship_row, relationships))

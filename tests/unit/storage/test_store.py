@@ -122,3 +122,24 @@ def test_rows_round_trip_through_the_tables(tmp_path: Path) -> None:
     name = store.connection.execute("SELECT name FROM relationships").fetchone()[0]
     store.close()
     assert name == "helper"
+
+
+def test_deferred_indexes_are_rebuilt_and_restored_by_a_rollback(tmp_path: Path) -> None:
+    store = Store.open(tmp_path)
+
+    def indexes() -> list[tuple[str, str]]:
+        return store.connection.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' "
+                                        "AND tbl_name = 'relationships' ORDER BY name").fetchall()
+
+    before = indexes()
+    assert len(before) == 4
+    with store.transaction(), store.indexes_deferred("relationships"):
+        assert indexes() == []
+        store.insert_relationships([Relationship("m", RelationKind.CALLS, "f", None, "a.py", 1)])
+    assert indexes() == before
+    plan = store.connection.execute("EXPLAIN QUERY PLAN SELECT * FROM relationships WHERE name = 'f'")
+    assert "relationships_name" in str(plan.fetchall())
+    with pytest.raises(RuntimeError), store.transaction(), store.indexes_deferred("relationships"):
+        raise RuntimeError("interrupted")
+    assert indexes() == before
+    store.close()
