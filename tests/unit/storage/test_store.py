@@ -143,3 +143,12 @@ def test_deferred_indexes_are_rebuilt_and_restored_by_a_rollback(tmp_path: Path)
         raise RuntimeError("interrupted")
     assert indexes() == before
     store.close()
+
+
+def test_an_unmapped_store_reads_without_a_memory_map(tmp_path: Path) -> None:
+    Store.open(tmp_path).close()
+    mapped, unmapped = Store.open(tmp_path), Store.open(tmp_path, mapped=False)
+    sizes = [s.connection.execute("PRAGMA mmap_size").fetchone()[0] for s in (mapped, unmapped)]
+    mapped.close()
+    unmapped.close()
+    assert sizes[0] > 0 and sizes[1] == 0
