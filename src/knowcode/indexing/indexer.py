@@ -11,9 +11,9 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import nullcontext
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -32,7 +32,7 @@ from knowcode.indexing.tokenizer import TOKENIZER_VERSION
 from knowcode.indexing.workers import worker_pool
 from knowcode.models import FileRecord, RelationKind
 from knowcode.progress import Phase, ProgressCallback, no_progress
-from knowcode.storage.store import RelationshipRow, Store, relationship_of_row
+from knowcode.storage.store import RelationshipRow, Store
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +49,8 @@ EXTRACTION_VERSION_KEY = "extraction_version"
 CONTENT_GENERATION_KEY = "content_generation"
 _CONTAINS = RelationKind.CONTAINS.value
 _IMPORTS = RelationKind.IMPORTS.value
+# References read back per query when resolving: bounds the memory of resolution, not its speed.
+RESOLVE_BATCH = 20_000
 
 
 @dataclass(frozen=True)
@@ -127,11 +129,13 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
     gone = sorted(set(old) - set(current))
     fresh: list[FileRecord] = []  # records only: a file's rows are in the store once it arrives
     failed: dict[str, str] = {}
-    references: list[RelationshipRow] = []
-    with store.transaction():
+    with store.transaction(), ExitStack() as deferred:
         old_names = store.entity_names_by_file([*gone, *(f.path for f in to_parse if f.path in old)])
         names = {name for path in gone for name in old_names.get(path, ())}
         store.delete_files([*stale, *gone])
+        if not old:  # nothing kept: the relationships indexes are built once, after resolution
+            deferred.enter_context(store.indexes_deferred("relationships"))
+        references = _NewReferences()
         for outcome in _parse_all(root, to_parse, workers or _usable_cpus(), progress):
             path = outcome.path
             if path in old:
@@ -141,7 +145,7 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
                 names.update(old_names.get(path, ()))
                 continue
             store.insert_rows([outcome.record], outcome.entities, outcome.chunks)
-            references.extend(outcome.references)
+            references.write(store, outcome.references)
             content_changed = path not in old or old[path].content_hash != outcome.record.content_hash
             if content_changed:
                 fresh.append(outcome.record)
@@ -151,9 +155,8 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
         replaced = {*gone, *(f.path for f in to_parse)}
         if replaced:
             progress(Phase.RESOLVE, 0, None)
-        # Nothing was kept: the relationships table is empty, so its indexes are built once at the end.
-        with store.indexes_deferred("relationships") if not old else nullcontext():
-            linked = _resolve_changes(store, references, names, replaced, bool(current.keys() - replaced))
+        linked = _resolve_changes(store, references, names, replaced, bool(current.keys() - replaced))
+        deferred.close()
         store.replace_skipped({**{s.path: s.reason for s in scanned.skipped}, **failed})
         meta = store.meta()
         changed = bool(fresh or gone or stale or renamed_modules or failed.keys() & old.keys())
@@ -184,46 +187,62 @@ def _renamed_modules(store: Store, files: Iterable[ScannedFile], old: dict[str, 
     return {f.path for f in candidates if stored.get(f.path, f.module) != f.module}
 
 
-def _resolve_changes(store: Store, new_rows: list[RelationshipRow], names: set[str], replaced: set[str],
+@dataclass
+class _NewReferences:
+    """What resolution needs to know of the references written by this run, gathered as they are
+    written: the rows themselves stay in the store, so memory holds names, not every reference."""
+
+    after_rowid: int | None = None  # the run's rows are those above it (None: it wrote none)
+    wanted: set[str] = field(default_factory=set)  # entity names they may resolve to
+    sources: set[str] = field(default_factory=set)  # entities they start from
+    imports: list[RelationshipRow] = field(default_factory=list)  # their imports, for the bindings
+    count: int = 0  # those to resolve (not `contains`)
+
+    def write(self, store: Store, rows: Sequence[RelationshipRow]) -> None:
+        """Write one file's relationships unresolved (resolution updates them) and note what they need."""
+        if rows and self.after_rowid is None:
+            # The run's first rows: the table's rows are all older ones, at or below its highest rowid,
+            # and new rows go above the highest, which stays a new row's from now on (old rows
+            # deleted later, when their file comes in, lie below it).
+            self.after_rowid = store.last_relationship_rowid()
+        store.insert_relationship_rows(rows)
+        for row in rows:
+            if row[1] == _CONTAINS:
+                continue
+            self.wanted.update(target_lookup_names(row[2]))
+            self.sources.add(row[0])
+            self.count += 1
+            if row[1] == _IMPORTS and row[6]:
+                self.imports.append(row)
+
+
+def _resolve_changes(store: Store, new: _NewReferences, names: set[str], replaced: set[str],
                      has_unchanged: bool) -> int:
     """Resolve the re-parsed files' references, and re-resolve old ones that mention a changed name.
 
-    :param new_rows: the re-parsed files' relationships, in arrival order (`contains` ones resolved).
+    :param new: the re-parsed files' references, written to the store unresolved.
     :return: the references resolved.
     """
     affected = [r for r in store.references_to_names(names) if r.path not in replaced
                 and lookup_names(r) & names] if has_unchanged else []
     pending_affected = [r for r in affected if r.kind is not RelationKind.CONTAINS]
-    # What the table needs, read off the rows: the new references become objects one at a time
-    # below (all at once, they would double the memory a cold run holds them in).
-    wanted = set().union(*map(lookup_names, pending_affected))
-    missing = {r.source_id for r in pending_affected}
-    count = len(pending_affected)
-    for row in new_rows:
-        if row[1] != _CONTAINS:
-            wanted.update(target_lookup_names(row[2]))
-            missing.add(row[0])
-            count += 1
     table = SymbolTable()
+    wanted = new.wanted.union(*map(lookup_names, pending_affected))
     table.add_entities(store.entities_named(wanted, brief=True))
+    missing = new.sources.union(r.source_id for r in pending_affected)
     while missing:  # sources and their enclosing entities, for same-class resolution
         loaded = store.entities_by_id(missing - table.by_id.keys(), brief=True)
         table.add_entities(loaded)
         missing = {e.parent_id for e in loaded if e.parent_id and e.parent_id not in table.by_id}
     table.add_bindings(store.imports_of_files({r.path for r in affected}))
-    table.add_binding_rows(row for row in new_rows if row[1] == _IMPORTS)
-    # A generator: executemany resolves and writes one reference at a time, in arrival order.
-    store.insert_relationship_rows(_resolved(row, table) for row in new_rows)
+    table.add_binding_rows(new.imports)
+    after = new.after_rowid
+    while after is not None and (batch := store.unresolved_relationships_after(after, RESOLVE_BATCH)):
+        after = batch[-1][0]
+        targets = ((resolve_reference(ref, table), rowid) for rowid, ref in batch)
+        store.set_relationship_targets([(target, rowid) for target, rowid in targets if target is not None])
     store.replace_relationships(affected, resolve(affected, table))
-    return count
-
-
-def _resolved(row: RelationshipRow, table: SymbolTable) -> RelationshipRow:
-    """A new reference's row with its target resolved (`contains` rows come resolved)."""
-    if row[1] == _CONTAINS:
-        return row
-    target = resolve_reference(relationship_of_row(row), table)
-    return (row[0], row[1], row[2], target, row[4], row[5], row[6], row[7])
+    return new.count + len(pending_affected)
 
 
 def _report(old: dict[str, FileRecord], fresh: list[FileRecord], gone: list[str], failed: dict[str, str],

@@ -466,6 +466,22 @@ class Store:
             f"INSERT INTO relationships ({_RELATIONSHIP_COLUMNS}, name) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             rows)
 
+    def last_relationship_rowid(self) -> int:
+        """The highest rowid of the relationships table (0 when empty): rows inserted later lie above it."""
+        return int(self.connection.execute("SELECT COALESCE(MAX(rowid), 0) FROM relationships").fetchone()[0])
+
+    def unresolved_relationships_after(self, rowid: int, limit: int) -> list[tuple[int, Relationship]]:
+        """Up to `limit` unresolved references (not `contains`) above a rowid, in rowid order, with
+        their rowids: what an indexing run wrote unresolved, read back a batch at a time."""
+        rows = self.connection.execute(
+            f"SELECT rowid, {_RELATIONSHIP_COLUMNS} FROM relationships WHERE rowid > ? AND target_id IS NULL "
+            "AND kind != 'contains' ORDER BY rowid LIMIT ?", (rowid, limit))
+        return [(row[0], relationship_of_row(row[1:])) for row in rows]
+
+    def set_relationship_targets(self, targets: Iterable[tuple[str, int]]) -> None:
+        """Resolve relationships: (target id, rowid) pairs."""
+        self.connection.executemany("UPDATE relationships SET target_id = ? WHERE rowid = ?", targets)
+
     def replace_relationships(self, old: Sequence[Relationship], new: Sequence[Relationship]) -> None:
         """Swap existing relationships for their re-resolved versions (same position, new target)."""
         self.connection.executemany(
