@@ -279,7 +279,8 @@ def corpora_mean(folders: list[Path], trees: list[tuple[str, str]], repeats: int
     return {"summary": summary, "rows": rows}
 
 
-def command_runs(name: str, folder: Path, trees: list[tuple[str, str]], repeats: int) -> dict[str, object]:
+def command_runs(name: str, folder: Path, trees: list[tuple[str, str]], repeats: int,
+                 dense_modes: tuple[bool, ...] = (True, False)) -> dict[str, object]:
     """The whole `knowcode index` command on one large tree, with and without the dense leg, interleaved."""
     lines = sum((folder / f.path).read_bytes().count(b"\n") for f in _scanned(folder))
     row: dict[str, object] = {"corpus": name, "lines": lines, "repeats": repeats}
@@ -287,7 +288,7 @@ def command_runs(name: str, folder: Path, trees: list[tuple[str, str]], repeats:
         runs: dict[str, list[dict[str, float]]] = {}
         for i in range(repeats):
             for label, python in trees:
-                for dense in (True, False):
+                for dense in dense_modes:
                     key = f"{label}_{'dense' if dense else 'no_dense'}"
                     store = Path(tmp) / f"{key}{i}"
                     runs.setdefault(key, []).append(command_run(python, folder, store, dense=dense))
@@ -382,6 +383,8 @@ def main() -> None:
                         help="a folder of repositories: the cold-index mean over them beside plain BM25")
     parser.add_argument("--big", type=Path, nargs="*", default=[],
                         help="large trees: the whole `knowcode index` command, wall time, tree peak memory")
+    parser.add_argument("--dense-only", action="store_true",
+                        help="--big runs with the default embedding model only (not also without vectors)")
     parser.add_argument("--profile", type=Path, help="a tree to profile one cold index_repository run on")
     parser.add_argument("--check-content", type=Path, nargs="*", default=[],
                         help="trees whose stored index must be identical for this tree and the baseline")
@@ -389,7 +392,8 @@ def main() -> None:
                         help="the Python of another checkout (e.g. main's venv) measured in the same run")
     args = parser.parse_args()
     results = json.loads(args.out.read_text()) if args.out.is_file() else {}
-    results.update({"measured_at": time.strftime("%Y-%m-%d"), "machine_cores": 2})
+    results["machine_cores"] = 2
+    today = time.strftime("%Y-%m-%d")  # each section says when it was measured: a run may redo only some
     trees = _trees(args)
     if args.corpus or not (args.corpora or args.big or args.profile or args.check_content):
         rows = [measure("stdlib-subset", None, args.repeats)]
@@ -401,17 +405,23 @@ def main() -> None:
         for row in rows:
             print(" | ".join(str(row[h]) for h in header))
         results["rows"] = rows
+        results["measured_at"] = today
     if args.corpora:
         folders = sorted(p for p in args.corpora.iterdir() if p.is_dir())
-        results["corpora_mean"] = corpora_mean(folders, trees, args.repeats)
+        results["corpora_mean"] = {"measured_at": today, **corpora_mean(folders, trees, args.repeats)}
         print(json.dumps(results["corpora_mean"]["summary"]))
     if args.big:
-        results["command_runs"] = [command_runs(_name(folder), folder, trees, args.repeats)
-                                   for folder in args.big]
+        modes = (True,) if args.dense_only else (True, False)
+        runs = {str(row["corpus"]): row for row in results.get("command_runs", [])}
+        runs.update((_name(folder), {"measured_at": today,
+                                     **command_runs(_name(folder), folder, trees, args.repeats, modes)})
+                    for folder in args.big)
+        results["command_runs"] = list(runs.values())
     if args.check_content:
-        results["content_check"] = content_check(args.check_content, trees)
+        results["content_check"] = {"measured_at": today, "rows": content_check(args.check_content, trees)}
     if args.profile:
-        results["profile"] = {"corpus": _name(args.profile), "top_by_own_time": profile(args.profile, 25)}
+        results["profile"] = {"measured_at": today, "corpus": _name(args.profile),
+                              "top_by_own_time": profile(args.profile, 25)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
 
