@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from knowcode.indexing.scanner import ScannedFile, scan
+
 # Pure-Python standard-library packages: real, varied code that every machine has offline.
 STDLIB_PACKAGES = ("asyncio", "email", "http", "json", "logging", "xml", "concurrent", "importlib",
                    "unittest", "multiprocessing", "urllib", "sqlite3", "tomllib", "zipfile", "pydoc_data",
@@ -148,24 +150,280 @@ def _name(folder: Path) -> str:
     return named
 
 
+# Plain BM25 over line chunks, as benchmarks/baselines.py builds it for the quality benchmarks: the
+# files KnowCode would index (its scanner's list), read, cut into line chunks, tokenized and indexed
+# by bm25s with its defaults. Everything from the walk to the built index is timed.
+_BM25_LINES = r"""
+import json, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+import bm25s
+from baselines import line_chunks
+from knowcode.indexing.scanner import scan
+started = time.perf_counter()  # after the imports, as the KnowCode runs are timed
+root = Path(sys.argv[1])
+texts = []
+for f in scan(root).files:
+    text = (root / f.path).read_bytes().decode("utf-8", errors="replace")
+    texts.extend(unit.text for unit in line_chunks(f.path, text))
+retriever = bm25s.BM25()
+retriever.index(bm25s.tokenize(texts, show_progress=False), show_progress=False)
+print(json.dumps({"seconds": time.perf_counter() - started, "units": len(texts)}))
+"""
+
+# `python -m knowcode index` from process start to exit, with the peak memory of its whole process
+# tree (the parser workers and the forkserver included), sampled from /proc.
+# The parser pool lives for seconds, so 50 ms catches its peak; reading smaps_rollup costs ~1 ms a
+# process, so sampling more often would slow the run it measures.
+TREE_SAMPLE_SECONDS = 0.05
+
+
+def _tree(pid: int) -> list[int]:
+    """The process and all its descendants (Linux /proc; threads' children included)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                todo.extend(int(child) for child in (task / "children").read_text().split())
+            except OSError:
+                continue
+    return found
+
+
+def _memory_kib(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) of one process in KiB; PSS splits shared pages (the forked workers') fairly."""
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0, 0
+    values = {line.split(":")[0]: int(line.split()[1])
+              for line in text.splitlines()[1:] if line.endswith("kB")}
+    return values.get("Rss", 0), values.get("Pss", 0)
+
+
+def command_run(python: str, root: Path, store: Path, *, dense: bool) -> dict[str, float]:
+    """Run `python -m knowcode index` once; its wall time, printed time and tree peak memory."""
+    config = store.parent / f"{store.name}.toml"
+    config.write_text("" if dense else 'embedding_provider = "none"\n')
+    command = [python, "-m", "knowcode", "index", str(root), "--store", str(store), "--config", str(config),
+               "--json"]
+    # Output goes to files: a pipe nobody reads while the run lasts would fill and stall it.
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, stdout=out, stderr=err, text=True)
+        peak_rss = peak_pss = 0
+        while process.poll() is None:
+            sizes = [_memory_kib(pid) for pid in _tree(process.pid)]
+            peak_rss = max(peak_rss, sum(s[0] for s in sizes))
+            peak_pss = max(peak_pss, sum(s[1] for s in sizes))
+            time.sleep(TREE_SAMPLE_SECONDS)
+        wall = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        if process.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed: {err.read().strip()}")
+        printed = json.loads(out.read())["seconds"]
+    return {"wall_seconds": wall, "printed_seconds": printed, "peak_tree_rss_mib": peak_rss / 1024,
+            "peak_tree_pss_mib": peak_pss / 1024}
+
+
+def _median(runs: list[dict[str, float]], key: str, digits: int = 3) -> float:
+    return round(statistics.median(r[key] for r in runs), digits)
+
+
+def _trees(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(label, python) of the code measured: this tree, then the baseline's when given."""
+    trees = [("this", sys.executable)]
+    if args.baseline_python:
+        trees.append(("baseline", str(args.baseline_python)))
+    return trees
+
+
+def corpora_mean(folders: list[Path], trees: list[tuple[str, str]], repeats: int) -> dict[str, object]:
+    """Cold index of each corpus (graph + chunks, and the whole in-process `engine.index()`), beside plain
+    BM25 over line chunks, interleaved run by run; per-corpus medians and their means."""
+    rows = []
+    benchmarks = Path(__file__).parent
+    for folder in folders:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp) / "corpus"
+            shutil.copytree(folder, root)
+            runs: dict[str, list[dict[str, float]]] = {}
+            for i in range(repeats):
+                for label, python in trees:
+                    for mode in ("cold", "search"):
+                        store = f"{tmp}/{label}{mode}{i}"
+                        out = subprocess.run([python, "-c", _MEASURE, mode, str(root), store, ""],
+                                             check=True, capture_output=True, text=True).stdout
+                        runs.setdefault(f"{label}-{mode}", []).append(json.loads(out))
+                out = subprocess.run([sys.executable, "-c", _BM25_LINES, str(root), str(benchmarks)],
+                                     check=True, capture_output=True, text=True).stdout
+                runs.setdefault("bm25", []).append(json.loads(out))
+        row: dict[str, object] = {"corpus": folder.name, "lines": runs["this-cold"][0]["lines"],
+                                  "bm25_lines_ms": round(1000 * _median(runs["bm25"], "seconds"), 1)}
+        for label, _ in trees:
+            row[f"{label}_graph_ms"] = round(1000 * _median(runs[f"{label}-cold"], "seconds"), 1)
+            row[f"{label}_whole_ms"] = round(1000 * _median(runs[f"{label}-search"], "seconds"), 1)
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    def mean(key: str) -> float:
+        return round(statistics.mean(float(r[key]) for r in rows), 1)  # type: ignore[arg-type]
+
+    summary: dict[str, object] = {"corpora": len(rows), "repeats": repeats,
+                                  "bm25_lines_mean_ms": mean("bm25_lines_ms")}
+    for label, _ in trees:
+        for kind in ("graph", "whole"):
+            summary[f"{label}_{kind}_mean_ms"] = mean(f"{label}_{kind}_ms")
+    return {"summary": summary, "rows": rows}
+
+
+def command_runs(name: str, folder: Path, trees: list[tuple[str, str]], repeats: int,
+                 dense_modes: tuple[bool, ...] = (True, False)) -> dict[str, object]:
+    """The whole `knowcode index` command on one large tree, with and without the dense leg, interleaved."""
+    lines = sum((folder / f.path).read_bytes().count(b"\n") for f in _scanned(folder))
+    row: dict[str, object] = {"corpus": name, "lines": lines, "repeats": repeats}
+    with tempfile.TemporaryDirectory() as tmp:
+        runs: dict[str, list[dict[str, float]]] = {}
+        for i in range(repeats):
+            for label, python in trees:
+                for dense in dense_modes:
+                    key = f"{label}_{'dense' if dense else 'no_dense'}"
+                    store = Path(tmp) / f"{key}{i}"
+                    runs.setdefault(key, []).append(command_run(python, folder, store, dense=dense))
+                    shutil.rmtree(store, ignore_errors=True)
+                    print(key, json.dumps(runs[key][-1]), flush=True)
+    for key, measured in runs.items():
+        row[key] = {name: _median(measured, name, 1 if name.endswith("mib") else 3) for name in measured[0]}
+    return row
+
+
+def _scanned(folder: Path) -> list[ScannedFile]:
+    return list(scan(folder).files)
+
+
+# A digest of everything a cold run stores (files, entities, relationships in table order and sorted,
+# chunks, skipped files), to check that a faster indexer stores exactly what the baseline stores.
+_DIGEST = r"""
+import hashlib, json, sys
+from pathlib import Path
+from knowcode.indexing import index_repository
+from knowcode.storage import Store
+root, store_dir = Path(sys.argv[1]), Path(sys.argv[2])
+store = Store.open(store_dir)
+index_repository(root, store, max_file_bytes=1 << 20)
+query = store.connection.execute
+tables = {
+    "files": query("SELECT path, language, content_hash, size, line_count FROM files ORDER BY path")
+    .fetchall(),
+    "entities": query("SELECT * FROM entities ORDER BY id").fetchall(),
+    "chunks": query("SELECT * FROM chunks ORDER BY id").fetchall(),
+    "relationships_sorted": sorted(map(repr, query("SELECT * FROM relationships").fetchall())),
+    "relationships_table_order": query("SELECT * FROM relationships ORDER BY rowid").fetchall(),
+    "skipped": query("SELECT * FROM skipped ORDER BY path").fetchall(),
+}
+print(json.dumps({name: [len(rows), hashlib.sha256(repr(rows).encode()).hexdigest()[:16]]
+                  for name, rows in tables.items()}))
+"""
+
+
+def content_check(folders: list[Path], trees: list[tuple[str, str]]) -> list[dict[str, object]]:
+    """Index each folder cold with every tree; per table, whether their stored rows are identical."""
+    rows = []
+    for folder in folders:
+        digests = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            for label, python in trees:
+                out = subprocess.run([python, "-c", _DIGEST, str(folder), f"{tmp}/{label}"], check=True,
+                                     capture_output=True, text=True).stdout
+                digests[label] = json.loads(out)
+        first = digests[trees[0][0]]
+        row: dict[str, object] = {"corpus": folder.name, "rows": {name: first[name][0] for name in first}}
+        row["identical"] = {name: all(d[name] == first[name] for d in digests.values()) for name in first}
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
+def profile(folder: Path, top: int) -> list[dict[str, object]]:
+    """The top of a cProfile of one cold `index_repository` run in one process (one parser, so the
+    profile sees parsing and everything after it), by own time."""
+    import cProfile
+    import pstats
+
+    from knowcode.indexing import index_repository
+    from knowcode.storage import Store
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store.open(Path(tmp) / "store")
+        profiler = cProfile.Profile()
+        profiler.enable()
+        index_repository(folder, store, max_file_bytes=1 << 20, workers=1)
+        profiler.disable()
+        store.close()
+    stats = pstats.Stats(profiler)
+    total = stats.total_tt  # type: ignore[attr-defined]
+    rows = []
+    for (file, line, function), (_, calls, own, cumulative, _) in sorted(
+            stats.stats.items(), key=lambda item: -item[1][2])[:top]:  # type: ignore[attr-defined]
+        where = f"{Path(file).name}:{line}({function})" if line else function
+        rows.append({"function": where, "calls": calls, "own_s": round(own, 3),
+                     "cumulative_s": round(cumulative, 3), "own_share": round(own / total, 3)})
+    return rows
+
+
 def main() -> None:
     """Run the benchmark and write benchmarks/results/index_speed.json."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, nargs="*", default=[], help="extra corpus folders")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=RESULTS / "index_speed.json")
+    parser.add_argument("--corpora", type=Path,
+                        help="a folder of repositories: the cold-index mean over them beside plain BM25")
+    parser.add_argument("--big", type=Path, nargs="*", default=[],
+                        help="large trees: the whole `knowcode index` command, wall time, tree peak memory")
+    parser.add_argument("--dense-only", action="store_true",
+                        help="--big runs with the default embedding model only (not also without vectors)")
+    parser.add_argument("--profile", type=Path, help="a tree to profile one cold index_repository run on")
+    parser.add_argument("--check-content", type=Path, nargs="*", default=[],
+                        help="trees whose stored index must be identical for this tree and the baseline")
+    parser.add_argument("--baseline-python", type=Path,
+                        help="the Python of another checkout (e.g. main's venv) measured in the same run")
     args = parser.parse_args()
-    rows = [measure("stdlib-subset", None, args.repeats)]
-    rows += [measure(_name(folder), folder, args.repeats) for folder in args.corpus]
-    header = ("corpus", "files", "lines", "cold_seconds", "cold_lines_per_s", "cold_files_per_s",
-              "cold_peak_mib", "incremental_ms", "baseline_parse_only_seconds", "cold_vs_parse_only",
-              "with_search_seconds", "no_dense_seconds", "dense_overhead")
-    print(" | ".join(header))
-    for row in rows:
-        print(" | ".join(str(row[h]) for h in header))
+    results = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    results["machine_cores"] = 2
+    today = time.strftime("%Y-%m-%d")  # each section says when it was measured: a run may redo only some
+    trees = _trees(args)
+    if args.corpus or not (args.corpora or args.big or args.profile or args.check_content):
+        rows = [measure("stdlib-subset", None, args.repeats)]
+        rows += [measure(_name(folder), folder, args.repeats) for folder in args.corpus]
+        header = ("corpus", "files", "lines", "cold_seconds", "cold_lines_per_s", "cold_files_per_s",
+                  "cold_peak_mib", "incremental_ms", "baseline_parse_only_seconds", "cold_vs_parse_only",
+                  "with_search_seconds", "no_dense_seconds", "dense_overhead")
+        print(" | ".join(header))
+        for row in rows:
+            print(" | ".join(str(row[h]) for h in header))
+        results["rows"] = rows
+        results["measured_at"] = today
+    if args.corpora:
+        folders = sorted(p for p in args.corpora.iterdir() if p.is_dir())
+        results["corpora_mean"] = {"measured_at": today, **corpora_mean(folders, trees, args.repeats)}
+        print(json.dumps(results["corpora_mean"]["summary"]))
+    if args.big:
+        modes = (True,) if args.dense_only else (True, False)
+        runs = {str(row["corpus"]): row for row in results.get("command_runs", [])}
+        runs.update((_name(folder), {"measured_at": today,
+                                     **command_runs(_name(folder), folder, trees, args.repeats, modes)})
+                    for folder in args.big)
+        results["command_runs"] = list(runs.values())
+    if args.check_content:
+        results["content_check"] = {"measured_at": today, "rows": content_check(args.check_content, trees)}
+    if args.profile:
+        results["profile"] = {"measured_at": today, "corpus": _name(args.profile),
+                              "top_by_own_time": profile(args.profile, 25)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"measured_at": time.strftime("%Y-%m-%d"), "machine_cores": 2,
-                                    "rows": rows}, indent=2) + "\n")
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
 
 
 if __name__ == "__main__":

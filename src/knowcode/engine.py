@@ -207,7 +207,7 @@ class KnowCode:
         # The lock comes before the store is even opened, so this run reads the state the previous
         # holder committed (it may have made the schema, or indexed these very files).
         with writer_lock(self.store_dir, self.config.index_lock_timeout_seconds):
-            store = Store.open(self.store_dir)
+            store = Store.open(self.store_dir, mapped=False)
             try:
                 report = index_repository(self.root, store, max_file_bytes=self.config.max_file_bytes,
                                           workers=self.config.parse_workers, progress=progress)

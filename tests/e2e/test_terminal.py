@@ -51,12 +51,12 @@ MANY_FILES = {f"pkg/module_{i:03}.py": f"def function_{i}(value):\n    return va
 HOLD_MID_INDEX = """
 import sys, time
 from knowcode.storage.store import Store
-insert = Store.insert
+insert = Store.insert_rows
 def held(self, *args, **kwargs):
     insert(self, *args, **kwargs)
     print("held mid-index", file=sys.stderr, flush=True)
     time.sleep(600)
-Store.insert = held
+Store.insert_rows = held
 from knowcode.cli import main
 main()
 """

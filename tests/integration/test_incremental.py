@@ -141,3 +141,23 @@ def test_a_same_stem_file_of_another_language_renames_its_sibling_and_back(tmp_p
     shutil.rmtree(tmp_path / "scratch")
     _index(root, tmp_path / "scratch")
     assert _snapshot(tmp_path / "incremental") == _snapshot(tmp_path / "scratch")
+
+
+def test_editing_the_last_indexed_file_resolves_like_scratch(sample_repo: Path, tmp_path: Path) -> None:
+    # The last file's relationships are the table's last rows: deleting them lowers the highest
+    # rowid, and the run must still find (and resolve) exactly the rows it writes.
+    incremental = tmp_path / "incremental"
+    _index(sample_repo, incremental)
+    view = sample_repo / "web/view.js"
+    view.write_text("import { App } from './app.js';\n\nexport function render(app) {\n"
+                    "  return new App().show() + String(app);\n}\n")
+    report = _index(sample_repo, incremental)
+    assert report.changed == ("web/view.js",)
+    _index(sample_repo, tmp_path / "scratch")
+    assert _snapshot(incremental) == _snapshot(tmp_path / "scratch")
+    store = Store.open(incremental, create=False)
+    try:
+        calls = [r for r in store.relationships() if r.path == "web/view.js" and r.kind is RelationKind.CALLS]
+    finally:
+        store.close()
+    assert any(r.target_id is not None for r in calls)

@@ -9,11 +9,13 @@ lands in exactly one chunk, blank edges trimmed.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 from knowcode.indexing.entity_ids import stable_id
-from knowcode.indexing.tokenizer import tokenize
+from knowcode.indexing.tokenizer import token_text
 from knowcode.models import Chunk, Entity
 
 # DESIGN.md: the dense and sparse legs were measured on ~1,500-character chunks; issue #3 asks for
@@ -43,9 +45,8 @@ class _Chunker:
             if entity.parent_id is not None:
                 self.children.setdefault(entity.parent_id, []).append(entity)
         self.chunks: list[Chunk] = []
-        self.offsets = [0]  # offsets[n]: characters (newlines included) before line n + 1
-        for line in lines:
-            self.offsets.append(self.offsets[-1] + len(line) + 1)
+        # offsets[n]: characters (newlines included) before line n + 1
+        self.offsets = [0, *accumulate(len(line) + 1 for line in lines)]
 
     def size(self, start: int, end: int) -> int:
         return self.offsets[end] - self.offsets[start - 1]
@@ -69,7 +70,7 @@ class _Chunker:
         chunk_id = stable_id(self.path, str(start), str(end), entity.id, text)
         index_text = f"{self.path}\n{entity.qualified_name}\n{text}"
         self.chunks.append(Chunk(chunk_id, self.path, entity.id, start, end, text, index_text,
-                                 " ".join(tokenize(index_text))))
+                                 token_text(index_text)))
 
     def items(self, entity: Entity) -> list[_Item]:
         """The entity's span as an ordered list of own-line runs and children."""
@@ -127,9 +128,10 @@ class _Chunker:
         cuts = [line for line in self.split_lines.get(entity.id, ()) if start < line <= end]
         piece_start = start
         while piece_start <= end:
-            piece_end = piece_start
-            while piece_end < end and self.fits(piece_start, piece_end + 1):
-                piece_end += 1
+            # The longest piece that fits (at least one line): at most TARGET_CHUNK_LINES lines, and
+            # the last line whose end stays within TARGET_CHUNK_CHARS of the piece's start.
+            last_fitting = bisect_right(self.offsets, self.offsets[piece_start - 1] + TARGET_CHUNK_CHARS) - 1
+            piece_end = max(piece_start, min(end, piece_start + TARGET_CHUNK_LINES - 1, last_fitting))
             if piece_end < end:
                 # Cut at the last statement start in the later half; an earlier one would leave a
                 # stub (a lone signature line before a long docstring), so cut mid-statement instead.

@@ -11,17 +11,26 @@ from knowcode.indexing.entity_ids import module_name, stable_id
 from knowcode.indexing.languages import spec_for
 from knowcode.indexing.parser import ParsedSource, parse_source
 from knowcode.indexing.scanner import BINARY_SNIFF_BYTES, ScannedFile
-from knowcode.models import Chunk, Entity, EntityKind, FileRecord, Relationship
+from knowcode.models import Entity, EntityKind, FileRecord
+from knowcode.storage.store import (
+    ChunkRow,
+    EntityRow,
+    RelationshipRow,
+    chunk_row,
+    entity_row,
+    relationship_row,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedFile:
-    """Everything one file contributes to the index; references are not resolved yet."""
+    """Everything one file contributes to the index, as the store's rows; references are not resolved
+    yet (`contains` edges are: their target is the file's own entity)."""
 
     record: FileRecord
-    entities: tuple[Entity, ...]
-    references: tuple[Relationship, ...]
-    chunks: tuple[Chunk, ...]
+    entities: tuple[EntityRow, ...]
+    references: tuple[RelationshipRow, ...]
+    chunks: tuple[ChunkRow, ...]
 
     @property
     def path(self) -> str:
@@ -81,4 +90,5 @@ def parse_file(root: Path, scanned: ScannedFile) -> ParsedFile | FileFailure:
         chunks = chunk_file(scanned.path, text, parsed.entities, parsed.split_lines)
     except Exception as err:  # one bad file must never stop the run; it is reported instead
         return FileFailure(scanned.path, f"parser error: {type(err).__name__}: {err}")
-    return ParsedFile(record, parsed.entities, parsed.references, tuple(chunks))
+    return ParsedFile(record, tuple(map(entity_row, parsed.entities)),
+                      tuple(map(relationship_row, parsed.references)), tuple(map(chunk_row, chunks)))

@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 
 from knowcode.indexing.languages import spec_for
 from knowcode.models import Entity, EntityKind, RelationKind, Relationship
+from knowcode.storage.store import RelationshipRow
 
 
 @dataclass
@@ -44,6 +45,12 @@ class SymbolTable:
             if ref.kind is RelationKind.IMPORTS and ref.alias:
                 self.bindings.setdefault(ref.path, {})[ref.alias] = ref.target_name
 
+    def add_binding_rows(self, imports: Iterable[RelationshipRow]) -> None:
+        """Record the local names that import references, given as relationship rows, bind."""
+        for row in imports:
+            if row[6]:  # the alias
+                self.bindings.setdefault(row[4], {})[row[6]] = row[2]
+
 
 def lookup_names(ref: Relationship) -> set[str]:
     """The entity names whose appearance or disappearance can change how `ref` resolves.
@@ -52,7 +59,12 @@ def lookup_names(ref: Relationship) -> set[str]:
     to the module named by the part before it, and a call through a receiver to a method of the
     class that part names.
     """
-    head, _, last = ref.target_name.rpartition(".")
+    return target_lookup_names(ref.target_name)
+
+
+def target_lookup_names(target_name: str) -> set[str]:
+    """:func:`lookup_names` of a reference to `target_name`."""
+    head, _, last = target_name.rpartition(".")
     if head:  # an import's module, or the class a call's receiver may name
         return {last, head.rpartition(".")[2]}
     return {last}

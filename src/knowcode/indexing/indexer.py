@@ -11,19 +11,26 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 from knowcode.indexing.entity_ids import module_name
 from knowcode.indexing.file_parser import FileFailure, ParsedFile, parse_file
-from knowcode.indexing.graph_builder import SymbolTable, lookup_names, resolve
+from knowcode.indexing.graph_builder import (
+    SymbolTable,
+    lookup_names,
+    resolve,
+    resolve_reference,
+    target_lookup_names,
+)
 from knowcode.indexing.scanner import ScannedFile, SkippedFile, scan
 from knowcode.indexing.tokenizer import TOKENIZER_VERSION
-from knowcode.models import FileRecord, RelationKind, Relationship
+from knowcode.models import FileRecord, RelationKind
 from knowcode.progress import Phase, ProgressCallback, no_progress
-from knowcode.storage.store import Store
+from knowcode.storage.store import RelationshipRow, Store
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +45,10 @@ EXTRACTION_VERSION_KEY = "extraction_version"
 # Meta key counting committed runs that changed chunks: derived indexes (BM25, vectors) record the
 # generation they were built from, so a reader can tell whether they are current.
 CONTENT_GENERATION_KEY = "content_generation"
+_CONTAINS = RelationKind.CONTAINS.value
+_IMPORTS = RelationKind.IMPORTS.value
+# References read back per query when resolving: bounds the memory of resolution, not its speed.
+RESOLVE_BATCH = 20_000
 
 
 @dataclass(frozen=True)
@@ -118,13 +129,15 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
     renamed_modules = _renamed_modules(store, scanned.files, old, to_parse)
     to_parse.extend(f for f in scanned.files if f.path in renamed_modules)
     gone = sorted(set(old) - set(current))
-    fresh: list[ParsedFile] = []
+    fresh: list[FileRecord] = []  # records only: a file's rows are in the store once it arrives
     failed: dict[str, str] = {}
-    references: list[Relationship] = []
-    with store.transaction():
+    with store.transaction(), ExitStack() as deferred:
         old_names = store.entity_names_by_file([*gone, *(f.path for f in to_parse if f.path in old)])
         names = {name for path in gone for name in old_names.get(path, ())}
         store.delete_files([*stale, *gone])
+        if not old:  # nothing kept: the relationships indexes are built once, after resolution
+            deferred.enter_context(store.indexes_deferred("relationships"))
+        references = _NewReferences()
         for outcome in _parse_all(root, to_parse, workers or _usable_cpus(), progress):
             path = outcome.path
             if path in old:
@@ -133,18 +146,19 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
                 failed[path] = outcome.reason
                 names.update(old_names.get(path, ()))
                 continue
-            store.insert([outcome.record], outcome.entities, outcome.chunks)
-            references.extend(outcome.references)
+            store.insert_rows([outcome.record], outcome.entities, outcome.chunks)
+            references.write(store, outcome.references)
             content_changed = path not in old or old[path].content_hash != outcome.record.content_hash
             if content_changed:
-                fresh.append(outcome)
+                fresh.append(outcome.record)
             if content_changed or path in renamed_modules:  # new ids: what referred to them re-resolves
                 names.update(old_names.get(path, ()))
-                names.update(e.name for e in outcome.entities)
+                names.update(row[3] for row in outcome.entities)
         replaced = {*gone, *(f.path for f in to_parse)}
         if replaced:
             progress(Phase.RESOLVE, 0, None)
         linked = _resolve_changes(store, references, names, replaced, bool(current.keys() - replaced))
+        deferred.close()
         store.replace_skipped({**{s.path: s.reason for s in scanned.skipped}, **failed})
         meta = store.meta()
         changed = bool(fresh or gone or stale or renamed_modules or failed.keys() & old.keys())
@@ -175,46 +189,80 @@ def _renamed_modules(store: Store, files: Iterable[ScannedFile], old: dict[str, 
     return {f.path for f in candidates if stored.get(f.path, f.module) != f.module}
 
 
-def _resolve_changes(store: Store, new_refs: list[Relationship], names: set[str], replaced: set[str],
+@dataclass
+class _NewReferences:
+    """What resolution needs to know of the references written by this run, gathered as they are
+    written: the rows themselves stay in the store, so memory holds names, not every reference."""
+
+    after_rowid: int | None = None  # the run's rows are those above it (None: it wrote none)
+    wanted: set[str] = field(default_factory=set)  # entity names they may resolve to
+    sources: set[str] = field(default_factory=set)  # entities they start from
+    imports: list[RelationshipRow] = field(default_factory=list)  # their imports, for the bindings
+    count: int = 0  # those to resolve (not `contains`)
+
+    def write(self, store: Store, rows: Sequence[RelationshipRow]) -> None:
+        """Write one file's relationships unresolved (resolution updates them) and note what they need."""
+        if rows and self.after_rowid is None:
+            # The run's first rows: the table's rows are all older ones, at or below its highest rowid,
+            # and new rows go above the highest, which stays a new row's from now on (old rows
+            # deleted later, when their file comes in, lie below it).
+            self.after_rowid = store.last_relationship_rowid()
+        store.insert_relationship_rows(rows)
+        for row in rows:
+            if row[1] == _CONTAINS:
+                continue
+            self.wanted.update(target_lookup_names(row[2]))
+            self.sources.add(row[0])
+            self.count += 1
+            if row[1] == _IMPORTS and row[6]:
+                self.imports.append(row)
+
+
+def _resolve_changes(store: Store, new: _NewReferences, names: set[str], replaced: set[str],
                      has_unchanged: bool) -> int:
     """Resolve the re-parsed files' references, and re-resolve old ones that mention a changed name.
 
+    :param new: the re-parsed files' references, written to the store unresolved.
     :return: the references resolved.
     """
     affected = [r for r in store.references_to_names(names) if r.path not in replaced
                 and lookup_names(r) & names] if has_unchanged else []
-    pending = [r for r in [*new_refs, *affected] if r.kind is not RelationKind.CONTAINS]
+    pending_affected = [r for r in affected if r.kind is not RelationKind.CONTAINS]
     table = SymbolTable()
-    wanted = set().union(*(lookup_names(r) for r in pending)) if pending else set()
-    table.add_entities(store.entities_named(wanted))
-    missing = {r.source_id for r in pending}
+    wanted = new.wanted.union(*map(lookup_names, pending_affected))
+    table.add_entities(store.entities_named(wanted, brief=True))
+    missing = new.sources.union(r.source_id for r in pending_affected)
     while missing:  # sources and their enclosing entities, for same-class resolution
-        loaded = store.entities_by_id(missing - table.by_id.keys())
+        loaded = store.entities_by_id(missing - table.by_id.keys(), brief=True)
         table.add_entities(loaded)
         missing = {e.parent_id for e in loaded if e.parent_id and e.parent_id not in table.by_id}
     table.add_bindings(store.imports_of_files({r.path for r in affected}))
-    table.add_bindings(new_refs)
-    store.insert_relationships(resolve(new_refs, table))
+    table.add_binding_rows(new.imports)
+    after = new.after_rowid
+    while after is not None and (batch := store.unresolved_relationships_after(after, RESOLVE_BATCH)):
+        after = batch[-1][0]
+        targets = ((resolve_reference(ref, table), rowid) for rowid, ref in batch)
+        store.set_relationship_targets([(target, rowid) for target, rowid in targets if target is not None])
     store.replace_relationships(affected, resolve(affected, table))
-    return len(pending)
+    return new.count + len(pending_affected)
 
 
-def _report(old: dict[str, FileRecord], fresh: list[ParsedFile], gone: list[str], failed: dict[str, str],
+def _report(old: dict[str, FileRecord], fresh: list[FileRecord], gone: list[str], failed: dict[str, str],
             skipped: Iterable[SkippedFile], total: int, started: float) -> IndexReport:
     old_hashes = {path: record.content_hash for path, record in old.items()}
-    added = sorted(p.record.path for p in fresh if p.record.path not in old)
-    by_hash = {p.record.content_hash: p.record.path for p in fresh if p.record.path in added}
+    added = sorted(r.path for r in fresh if r.path not in old)
+    by_hash = {r.content_hash: r.path for r in fresh if r.path in added}
     renamed = sorted((path, by_hash[old_hashes[path]]) for path in gone if old_hashes[path] in by_hash)
     renamed_paths = {path for pair in renamed for path in pair}
     return IndexReport(
         added=tuple(p for p in added if p not in renamed_paths),
-        changed=tuple(sorted(p.record.path for p in fresh if p.record.path in old)),
+        changed=tuple(sorted(r.path for r in fresh if r.path in old)),
         deleted=tuple(p for p in gone if p not in renamed_paths),
         renamed=tuple(renamed),
         unchanged=total - len(fresh) - len(failed),
         failed=failed,
         skipped={s.path: s.reason for s in skipped},
         parsed_files=len(fresh),
-        parsed_lines=sum(p.record.line_count for p in fresh),
+        parsed_lines=sum(r.line_count for r in fresh),
         seconds=time.perf_counter() - started,
     )

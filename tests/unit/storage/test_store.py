@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from knowcode.errors import SchemaVersionError, StoreError
-from knowcode.models import Entity, EntityKind, FileRecord, RelationKind, Relationship
+from knowcode.models import Chunk, Entity, EntityKind, FileRecord, RelationKind, Relationship
 from knowcode.storage import SCHEMA_VERSION, Store
-from knowcode.storage.store import DATABASE_NAME
+from knowcode.storage.store import DATABASE_NAME, chunk_row, entity_row, relationship_of_row, relationship_row
 
 RECORD = FileRecord("a.py", "python", "hash", 10, 1.0, 2)
 MODULE = Entity("m", "a.py", EntityKind.MODULE, "a", "a", None, 1, 2, "", "", "python")
@@ -108,3 +108,47 @@ def test_callers_children_and_file_records_of_given_ids(tmp_path: Path) -> None:
     assert [e.id for e in store.children(["m"])] == ["k"]
     assert store.file_records_in(["a.py", "missing.py"]) == {"a.py": RECORD}
     store.close()
+
+
+def test_rows_round_trip_through_the_tables(tmp_path: Path) -> None:
+    chunk = Chunk("c", "a.py", "m", 1, 2, "text", "a.py\na\ntext", "text")
+    call = Relationship("m", RelationKind.CALLS, "pkg.helper", None, "a.py", 2)
+    assert relationship_of_row(relationship_row(call)) == call
+    store = Store.open(tmp_path)
+    with store.transaction():
+        store.insert_rows([RECORD], [entity_row(MODULE)], [chunk_row(chunk)])
+        store.insert_relationship_rows([relationship_row(call)])
+    assert (store.entities(), store.chunks(), store.relationships()) == ([MODULE], [chunk], [call])
+    name = store.connection.execute("SELECT name FROM relationships").fetchone()[0]
+    store.close()
+    assert name == "helper"
+
+
+def test_deferred_indexes_are_rebuilt_and_restored_by_a_rollback(tmp_path: Path) -> None:
+    store = Store.open(tmp_path)
+
+    def indexes() -> list[tuple[str, str]]:
+        return store.connection.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' "
+                                        "AND tbl_name = 'relationships' ORDER BY name").fetchall()
+
+    before = indexes()
+    assert len(before) == 4
+    with store.transaction(), store.indexes_deferred("relationships"):
+        assert indexes() == []
+        store.insert_relationships([Relationship("m", RelationKind.CALLS, "f", None, "a.py", 1)])
+    assert indexes() == before
+    plan = store.connection.execute("EXPLAIN QUERY PLAN SELECT * FROM relationships WHERE name = 'f'")
+    assert "relationships_name" in str(plan.fetchall())
+    with pytest.raises(RuntimeError), store.transaction(), store.indexes_deferred("relationships"):
+        raise RuntimeError("interrupted")
+    assert indexes() == before
+    store.close()
+
+
+def test_an_unmapped_store_reads_without_a_memory_map(tmp_path: Path) -> None:
+    Store.open(tmp_path).close()
+    mapped, unmapped = Store.open(tmp_path), Store.open(tmp_path, mapped=False)
+    sizes = [s.connection.execute("PRAGMA mmap_size").fetchone()[0] for s in (mapped, unmapped)]
+    mapped.close()
+    unmapped.close()
+    assert sizes[0] > 0 and sizes[1] == 0
