@@ -145,6 +145,7 @@ def main() -> None:
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     db = work / "milvus.db"
+    reused = (work / "stores").is_dir()  # then "index" is the check that nothing changed, not a cold index
     for stale in work.glob("milvus.db*"):
         shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
     repos = load_repos(bench, args.corpus, None)
@@ -193,6 +194,8 @@ def main() -> None:
         log(f"[scale] {number}/{len(sources)} {source.name}: {lines:,} lines, {report.inserted:,} chunks, "
             f"sync {report.seconds:.2f} s (total {synced_lines:,} lines, {chunks:,} chunks)")
 
+    with open("/proc/loadavg") as handle:
+        load = handle.read().split()[:3]
     search = open_cross_repo_search(milvus, embedder)
     queries = [(repo.name, q) for repo in repos for q in repo.queries]
     per_repo: dict[str, list[float]] = {}
@@ -231,7 +234,7 @@ def main() -> None:
     result: dict[str, Any] = {
         "repositories": len(sources), "code_lines_counted": sum(s.lines for s in sources),
         "indexed_lines": synced_lines, "chunks": rows,
-        "knowcode_index_seconds": round(index_seconds, 1),
+        "stores_reused": reused, "knowcode_index_seconds": round(index_seconds, 1),
         "knowcode_index_lines_per_second": round(synced_lines / index_seconds),
         "ingest_seconds": round(sync_seconds, 1),
         "ingest_lines_per_second": round(synced_lines / sync_seconds),
@@ -248,6 +251,7 @@ def main() -> None:
             name: {"embedded": round(statistics.fmean(per_repo[name]), 4),
                    "filtered": round(statistics.fmean(filtered[name]), 4),
                    "all": round(statistics.fmean(across[name]), 4)} for name in per_repo},
+        "load_average_after_ingest": load,
         "sources": [{"name": s.name, "lines": s.lines} for s in sources],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

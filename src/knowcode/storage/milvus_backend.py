@@ -39,8 +39,13 @@ MAX_NAME_BYTES = 512
 INSERT_BATCH = 1_000
 # Rows per query page when listing a repository's chunk keys (Milvus caps offset + limit at 16,384).
 QUERY_PAGE = 16_384
+HEX_DIGITS = "0123456789abcdef"  # chunk ids are blake2b hex digests (indexing/entity_ids.py)
 # Milvus' own BM25 index parameter defaults are these too; ours come from the config (bm25_k1, bm25_b).
 SPARSE_INDEX = "SPARSE_INVERTED_INDEX"
+# pymilvus pings every 10 s even without calls; the milvus-lite 2.5 server allows gRPC's default (one
+# ping per 5 minutes without calls) and answers more with GOAWAY "too_many_pings", which dropped the
+# connection mid-ingest (seen in benchmarks/scale.py). Milvus servers allow pymilvus' own pace.
+LITE_GRPC_OPTIONS = {"grpc.keepalive_time_ms": 300_000, "grpc.keepalive_permit_without_calls": False}
 REPOS_SUFFIX = "_repos"  # the repository registry's collection: <collection>_repos
 _REGISTRY_DIM = 2  # Milvus requires a vector field in every collection; the registry's is a placeholder
 
@@ -168,8 +173,10 @@ class MilvusChunkStore:
             exists with another dimension or other BM25 parameters.
         """
         pymilvus = _import_pymilvus()
+        local = "://" not in uri  # a milvus-lite file
         try:
-            client = pymilvus.MilvusClient(uri=uri, token=token, timeout=timeout)
+            client = pymilvus.MilvusClient(uri=uri, token=token, timeout=timeout,
+                                           grpc_options=LITE_GRPC_OPTIONS if local else {})
         except Exception as err:
             raise BackendError(f"cannot reach Milvus at {uri}: {_reason(err)}") from err
         store = cls(client, collection, dimension=dimension, k1=k1, b=b, dense_index=dense_index,
@@ -261,15 +268,20 @@ class MilvusChunkStore:
         prefix = len(repository) + len(KEY_SEPARATOR)
         return {pk[prefix:] for pk in self._guard("list chunk keys", self._keys, repository)}
 
-    def _keys(self, repository: str) -> Iterator[str]:
-        iterator = self.client.query_iterator(self.collection, batch_size=QUERY_PAGE,
-                                              filter=repository_filter([repository]), output_fields=["pk"],
-                                              timeout=self.timeout)
-        try:
-            while batch := iterator.next():
-                yield from (row["pk"] for row in batch)
-        finally:
-            iterator.close()
+    def _keys(self, repository: str, prefix: str = "") -> Iterator[str]:
+        """A repository's keys, one query per page. Chunk ids are hex hashes: a page that comes back
+        full is split by the next hex digit (no query iterator: milvus-lite cannot give it a timestamp,
+        and pymilvus then logs a warning on every sync)."""
+        expression = repository_filter([repository])
+        if prefix:
+            expression += f" and pk like {quote(primary_key(repository, prefix) + '%')}"
+        rows = self.client.query(self.collection, filter=expression, output_fields=["pk"], limit=QUERY_PAGE,
+                                 timeout=self.timeout)
+        if len(rows) < QUERY_PAGE:
+            yield from (row["pk"] for row in rows)
+            return
+        for digit in HEX_DIGITS:
+            yield from self._keys(repository, prefix + digit)
 
     def insert(self, repository: str, commit: str, generation: int, rows: Iterable[ChunkRow]) -> int:
         """Insert chunks of one repository (ids it does not hold yet: see chunk_ids).

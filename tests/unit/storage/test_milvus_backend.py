@@ -144,3 +144,13 @@ def test_filters_quote_names_and_long_tokens_are_cut_at_a_token_boundary() -> No
     tokens = " ".join(["token"] * 20_000)
     cut = _cut_tokens(tokens, MAX_TEXT_BYTES)
     assert len(cut.encode()) <= MAX_TEXT_BYTES and set(cut.split()) == {"token"}
+
+
+def test_listing_keys_splits_full_pages_by_hex_prefix(chunks: MilvusChunkStore,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import knowcode.storage.milvus_backend as module
+
+    ids = [f"{digit}{n:03x}" for digit in "0123456789abcdef" for n in range(3)]
+    chunks.insert("alpha", "", 1, [_row(cid, "x") for cid in ids])
+    monkeypatch.setattr(module, "QUERY_PAGE", 5)  # every repository-wide page is full: split
+    assert chunks.chunk_ids("alpha") == set(ids)
