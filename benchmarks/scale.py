@@ -133,6 +133,37 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def markdown(result: dict[str, Any], command: str) -> str:
+    """The results as a Markdown summary (scale.md)."""
+    search, ndcg, rss = result["search_ms"], result["ndcg10"], result["peak_rss_mib"]
+    reused = " (stores reused: the up-to-date check only)" if result["stores_reused"] else ""
+    rows = [
+        "# Scale: many repositories in one milvus-lite collection", "",
+        f"`{command}`", "",
+        "| figure | value |", "| --- | ---: |",
+        f"| repositories | {result['repositories']} |",
+        f"| lines indexed (all files KnowCode indexed) | {result['indexed_lines']:,} |",
+        f"| code lines (.py/.pyi/.js/.ts) | {result['code_lines_counted']:,} |",
+        f"| chunks in the collection | {result['chunks']:,} |",
+        f"| ingest into Milvus (sync) | {result['ingest_seconds']} s: "
+        f"{result['ingest_lines_per_second']:,} lines/s, {result['ingest_chunks_per_second']:,} chunks/s |",
+        f"| KnowCode's own indexing, same run{reused} | {result['knowcode_index_seconds']} s: "
+        f"{result['knowcode_index_lines_per_second']:,} lines/s |",
+        f"| peak RSS: client / milvus-lite server | {rss['client']} / {rss['milvus_lite_server']} MiB |",
+        f"| search p50 / p99, all repositories | {search['all_p50']} / {search['all_p99']} ms |",
+        f"| search p50 / p99, one repository | {search['one_repo_p50']} / {search['one_repo_p99']} ms |",
+        f"| NDCG@10, per repository (embedded backend, baseline) | {ndcg['per_repository_embedded']:.4f} |",
+        f"| NDCG@10, Milvus filtered to the query's repository | "
+        f"{ndcg['milvus_filtered_to_repository']:.4f} |",
+        f"| NDCG@10, Milvus over all repositories | {ndcg['milvus_all_repositories']:.4f} |",
+        f"| load average after ingest (2 cores) | {' '.join(result['load_average_after_ingest'])} |",
+        "", "| repository | embedded | filtered | all |", "| --- | ---: | ---: | ---: |",
+    ]
+    rows += [f"| {name} | {v['embedded']:.4f} | {v['filtered']:.4f} | {v['all']:.4f} |"
+             for name, v in result["ndcg10_by_repository"].items()]
+    return "\n".join(rows) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, required=True)
@@ -256,6 +287,8 @@ def main() -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
+    command = "python benchmarks/scale.py " + " ".join(sys.argv[1:])
+    args.out.with_suffix(".md").write_text(markdown(result, command))
     log(json.dumps({k: v for k, v in result.items() if k not in ("sources", "ndcg10_by_repository")},
                    indent=2))
 

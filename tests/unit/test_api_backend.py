@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from knowcode.api import API_PREFIX, create_app
 from knowcode.config import AppConfig, BackendConfig
 from knowcode.engine import KnowCode
+from tests._milvus import release_lite_servers  # noqa: F401 - autouse: stops the test's servers
 from tests.conftest import SAMPLE_REPO, write_tree
 
 

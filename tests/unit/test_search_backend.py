@@ -12,6 +12,7 @@ from knowcode.cli import EXIT_BAD_INPUT, EXIT_FAILURE, app
 from knowcode.config import AppConfig, BackendConfig
 from knowcode.search_backend import connect, repository_name
 from knowcode.storage.milvus_backend import BackendError
+from tests._milvus import release_lite_servers  # noqa: F401 - autouse: stops the test's servers
 from tests.conftest import SAMPLE_REPO, write_tree
 
 

@@ -30,6 +30,7 @@ from knowcode.indexing.tokenizer import tokenize
 from knowcode.retrieval.search_index import SearchIndex
 from knowcode.retrieval.sparse import SparseIndex
 from knowcode.storage.milvus_backend import (
+    MAX_TEXT_BYTES,
     BackendError,
     BackendHit,
     ChunkRow,
@@ -92,6 +93,9 @@ class SyncReport:
     deleted: int
     unchanged: int
     seconds: float
+    # chunks whose tokens were cut to Milvus' 64 KiB VARCHAR limit (one-line data files: minified JSON,
+    # a tokenizer vocabulary): their BM25 length and counts differ from the embedded index's
+    truncated: int = 0
 
 
 def git_commit(root: Path) -> str:
@@ -161,15 +165,18 @@ def sync_repository(backend: SearchBackend, name: str, *, root: Path, store_dir:
     missing = [cid for cid in wanted if cid not in present]
     gone = sorted(present.difference(wanted))
     commit = git_commit(root)
-    inserted = sum(backend.insert(name, commit, generation, rows)
-                   for rows in _rows(store, missing, index.dense, dimension))
+    inserted = truncated = 0
+    for rows in _rows(store, missing, index.dense, dimension):
+        truncated += sum(1 for row in rows if len(row.tokens.encode("utf-8")) > MAX_TEXT_BYTES)
+        inserted += backend.insert(name, commit, generation, rows)
     deleted = backend.delete(name, gone) if gone else 0
     lines = int(store.connection.execute("SELECT COALESCE(SUM(line_count), 0) FROM files").fetchone()[0])
     backend.record(RepositoryRecord(name, str(root), str(store_dir), commit, generation, len(wanted), lines,
                                     now()))
     if inserted or deleted:
         backend.flush()
-    return SyncReport(name, inserted, deleted, len(wanted) - len(missing), time.perf_counter() - started)
+    return SyncReport(name, inserted, deleted, len(wanted) - len(missing), time.perf_counter() - started,
+                      truncated)
 
 
 class BackendLegs:

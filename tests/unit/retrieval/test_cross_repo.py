@@ -12,6 +12,7 @@ pytest.importorskip("milvus_lite")
 import knowcode
 from knowcode.config import AppConfig, BackendConfig
 from knowcode.storage.milvus_backend import primary_key
+from tests._milvus import release_lite_servers  # noqa: F401 - autouse: stops the test's servers
 from tests.conftest import SAMPLE_REPO, write_tree
 
 SECOND = {
