@@ -22,8 +22,9 @@ from knowcode.storage.milvus_backend import BackendError, MilvusChunkStore, Repo
 from knowcode.storage.store import Store
 
 logger = logging.getLogger(__name__)
-# The static model's length; the backend's collection is created for the configured model's.
-NO_VECTORS_DIMENSION = 2  # with embedding_provider = "none" the dense field still needs a length
+# The collection is created for the configured model's vector length; with embedding_provider = "none"
+# the dense field still needs one (Milvus requires a vector field): a placeholder of 2 zeros per chunk.
+NO_VECTORS_DIMENSION = 2
 
 
 def repository_name(config: BackendConfig, root: Path) -> str:
@@ -110,6 +111,26 @@ class BackendSession:
         if self._chunks is not None:
             self._chunks.close()
         self._chunks = None
+
+
+def drop_repository(config: AppConfig, name: str, dimension: int) -> bool:
+    """Delete a repository from the shared backend: its chunks and its registry entry (its own store
+    and embedded index are left alone).
+
+    :param config: the configuration naming the backend.
+    :param name: the repository's name in the backend.
+    :param dimension: the collection's vector length (the embedding model's).
+    :return: whether the backend knew the repository.
+    :raises BackendError: Milvus cannot be reached.
+    """
+    chunks = connect(config, dimension)
+    try:
+        known = name in chunks.repositories() or bool(chunks.chunk_ids(name))
+        chunks.drop_repository(name)
+        chunks.flush()
+        return known
+    finally:
+        chunks.close()
 
 
 def _open_store(record: RepositoryRecord) -> Store | None:

@@ -75,6 +75,18 @@ def test_other_repositories_keep_their_global_rank(
     first.close()
 
 
+def test_dropping_a_repository_removes_it_from_searches(
+        indexed: tuple[knowcode.KnowCode, knowcode.KnowCode]) -> None:
+    from knowcode.search_backend import drop_repository
+
+    first, second = indexed
+    assert drop_repository(second.config, "second", 256)
+    assert not drop_repository(second.config, "second", 256)
+    results = first.search_repositories("engine run helper value", limit=10)
+    assert {r.repository for r in results.hits} == {"first"}
+    first.close(), second.close()
+
+
 def test_cross_repository_search_needs_a_shared_backend(sample_repo: Path, tmp_path: Path) -> None:
     kc = knowcode.open(sample_repo, store=tmp_path / "s")
     with pytest.raises(ValueError, match=r"\[backend\] kind"):
