@@ -46,6 +46,9 @@ SPARSE_INDEX = "SPARSE_INVERTED_INDEX"
 # ping per 5 minutes without calls) and answers more with GOAWAY "too_many_pings", which dropped the
 # connection mid-ingest (seen in benchmarks/scale.py). Milvus servers allow pymilvus' own pace.
 LITE_GRPC_OPTIONS = {"grpc.keepalive_time_ms": 300_000, "grpc.keepalive_permit_without_calls": False}
+# Loading 190k chunks from a milvus-lite file took ~15 s on 2 busy cores (benchmarks/scale.py); a
+# cluster loading segments after a restart can take minutes.
+LOAD_TIMEOUT_SECONDS = 600.0
 REPOS_SUFFIX = "_repos"  # the repository registry's collection: <collection>_repos
 _REGISTRY_DIM = 2  # Milvus requires a vector field in every collection; the registry's is a placeholder
 
@@ -182,6 +185,9 @@ class MilvusChunkStore:
         store = cls(client, collection, dimension=dimension, k1=k1, b=b, dense_index=dense_index,
                     timeout=timeout)
         store._guard("prepare the collections", store._ensure_collections)
+        # A collection is searched once loaded; loading a large one (reopening a milvus-lite file, a
+        # cluster after a restart) takes longer than one query may: do it here, with its own limit.
+        store._guard("load the collection", client.load_collection, collection, timeout=LOAD_TIMEOUT_SECONDS)
         return store
 
     def close(self) -> None:
@@ -418,7 +424,11 @@ def _hits(rows: Iterable[Any]) -> list[BackendHit]:
 
 
 def _reason(err: Exception) -> str:
-    """The first line of an error's message (pymilvus errors carry code and message)."""
+    """The first line of an error's message (pymilvus errors carry code and message, gRPC ones a status
+    code and details)."""
+    details, code = getattr(err, "details", None), getattr(err, "code", None)
+    if callable(details) and callable(code):
+        return f"{getattr(code(), 'name', code())}: {details()}"
     message = getattr(err, "message", None) or str(err) or type(err).__name__
     return str(message).strip().splitlines()[0] if str(message).strip() else type(err).__name__
 
