@@ -138,7 +138,8 @@ def markdown(result: dict[str, Any], command: str) -> str:
     search, ndcg, rss = result["search_ms"], result["ndcg10"], result["peak_rss_mib"]
     reused = " (stores reused: the up-to-date check only)" if result["stores_reused"] else ""
     rows = [
-        "# Scale: many repositories in one milvus-lite collection", "",
+        f"# Scale: many repositories in one milvus-lite collection (dense index {result['dense_index']})",
+        "",
         f"`{command}`", "",
         "| figure | value |", "| --- | ---: |",
         f"| repositories | {result['repositories']} |",
@@ -170,6 +171,7 @@ def main() -> None:
     parser.add_argument("--bench", type=Path)
     parser.add_argument("--work", type=Path, required=True, help="stores, trees and the milvus-lite file")
     parser.add_argument("--max-lines", type=int, default=DEFAULT_MAX_LINES)
+    parser.add_argument("--dense-index", default="FLAT", help="FLAT (exact, default) or IVF_FLAT")
     parser.add_argument("--out", type=Path, default=RESULTS / "scale.json")
     args = parser.parse_args()
     bench = find_bench_dir(args.bench)
@@ -188,7 +190,8 @@ def main() -> None:
     sources = gather(corpus_sources, args.max_lines)
     log(f"[scale] {len(sources)} repositories, {sum(s.lines for s in sources):,} code lines")
     embedded = AppConfig()
-    milvus = AppConfig(backend=BackendConfig(kind="milvus", uri=str(db), collection="scale"))
+    milvus = AppConfig(backend=BackendConfig(kind="milvus", uri=str(db), collection="scale",
+                                             dense_index=args.dense_index))
 
     index_seconds = sync_seconds = 0.0
     synced_lines = chunks = 0
@@ -269,7 +272,7 @@ def main() -> None:
     rows = count_store.count()
     count_store.close()
     result: dict[str, Any] = {
-        "repositories": len(sources), "code_lines_counted": sum(s.lines for s in sources),
+        "dense_index": args.dense_index, "repositories": len(sources), "code_lines_counted": sum(s.lines for s in sources),
         "indexed_lines": synced_lines, "chunks": rows,
         "stores_reused": reused, "knowcode_index_seconds": round(index_seconds, 1),
         "knowcode_index_lines_per_second": round(synced_lines / index_seconds),

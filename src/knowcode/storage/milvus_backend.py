@@ -46,6 +46,24 @@ SPARSE_INDEX = "SPARSE_INVERTED_INDEX"
 # ping per 5 minutes without calls) and answers more with GOAWAY "too_many_pings", which dropped the
 # connection mid-ingest (seen in benchmarks/scale.py). Milvus servers allow pymilvus' own pace.
 LITE_GRPC_OPTIONS = {"grpc.keepalive_time_ms": 300_000, "grpc.keepalive_permit_without_calls": False}
+# Build and search parameters of the approximate dense indexes: common starting points from Milvus'
+# index documentation, not tuned here (FLAT, the default, is exact and takes none). IVF_FLAT scans
+# nprobe of nlist clusters (~3%); HNSW's ef must be at least the number of hits asked for.
+DENSE_INDEX_PARAMS: dict[str, dict[str, int]] = {"HNSW": {"M": 16, "efConstruction": 200},
+                                                 "IVF_FLAT": {"nlist": 1024}}
+IVF_NPROBE = 32
+HNSW_MIN_EF = 64
+
+
+def dense_search_params(index_type: str, limit: int) -> dict[str, int]:
+    """The search parameters of a dense index type for `limit` hits."""
+    if index_type == "HNSW":
+        return {"ef": max(HNSW_MIN_EF, limit)}
+    if index_type == "IVF_FLAT":
+        return {"nprobe": IVF_NPROBE}
+    return {}
+
+
 # Loading 190k chunks from a milvus-lite file took ~15 s on 2 busy cores (benchmarks/scale.py); a
 # cluster loading segments after a restart can take minutes.
 LOAD_TIMEOUT_SECONDS = 600.0
@@ -229,7 +247,8 @@ class MilvusChunkStore:
             index = self.client.prepare_index_params()
             index.add_index("sparse", index_type=SPARSE_INDEX, metric_type="BM25",
                             params={"bm25_k1": self.k1, "bm25_b": self.b})
-            index.add_index("dense", index_type=self.dense_index, metric_type="IP")
+            index.add_index("dense", index_type=self.dense_index, metric_type="IP",
+                            params=DENSE_INDEX_PARAMS.get(self.dense_index, {}))
             index.add_index("repo", index_type="INVERTED")
             # One shard: BM25 statistics are kept per shard, and must be global (module docstring).
             self.client.create_collection(self.collection, schema=schema, index_params=index,
@@ -405,7 +424,9 @@ class MilvusChunkStore:
         result = self._guard("search the dense leg", self.client.search, self.collection,
                              data=[list(vector)], anns_field="dense", limit=limit,
                              filter=repository_filter(repositories), output_fields=HIT_FIELDS,
-                             search_params={"metric_type": "IP"}, timeout=self.timeout)
+                             search_params={"metric_type": "IP",
+                                            "params": dense_search_params(self.dense_index, limit)},
+                             timeout=self.timeout)
         return _hits(result[0])
 
 

@@ -154,3 +154,18 @@ def test_listing_keys_splits_full_pages_by_hex_prefix(chunks: MilvusChunkStore,
     chunks.insert("alpha", "", 1, [_row(cid, "x") for cid in ids])
     monkeypatch.setattr(module, "QUERY_PAGE", 5)  # every repository-wide page is full: split
     assert chunks.chunk_ids("alpha") == set(ids)
+
+
+def test_an_ivf_dense_index_answers_with_its_search_parameters(lite: Path) -> None:
+    from knowcode.storage.milvus_backend import dense_search_params
+
+    assert dense_search_params("HNSW", 150) == {"ef": 150} and dense_search_params("HNSW", 10) == {"ef": 64}
+    assert dense_search_params("FLAT", 10) == {}
+    store = MilvusChunkStore.connect(str(lite), "ivf", dimension=DIM, k1=K1, b=B, dense_index="IVF_FLAT")
+    store.insert("alpha", "", 1, [_row("a1", "x", (1.0, 0.0, 0.0, 0.0)),
+                                  _row("a2", "x", (0.0, 1.0, 0.0, 0.0))])
+    store.flush()
+    assert [h.chunk_id for h in store.search_dense([1.0, 0.0, 0.0, 0.0], 2)] == ["a1", "a2"]
+    assert store.client.describe_index("ivf", "dense")["nlist"] == "1024"
+    store.client.drop_collection("ivf")
+    store.close()
