@@ -272,7 +272,8 @@ def main() -> None:
     rows = count_store.count()
     count_store.close()
     result: dict[str, Any] = {
-        "dense_index": args.dense_index, "repositories": len(sources), "code_lines_counted": sum(s.lines for s in sources),
+        "dense_index": args.dense_index, "repositories": len(sources),
+        "code_lines_counted": sum(s.lines for s in sources),
         "indexed_lines": synced_lines, "chunks": rows,
         "stores_reused": reused, "knowcode_index_seconds": round(index_seconds, 1),
         "knowcode_index_lines_per_second": round(synced_lines / index_seconds),
