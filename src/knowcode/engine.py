@@ -333,6 +333,8 @@ class KnowCode:
         if self._cross_repo is not None:
             self._cross_repo.close()
         self._cross_repo = None
+        if self._backend is not None:
+            self._backend.close()  # reconnects on the next query or index run
         if self._reader is not None:
             self._reader.close()
         self._reader = None

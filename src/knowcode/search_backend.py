@@ -107,10 +107,11 @@ class BackendSession:
         return dataclasses.replace(result, errors=(*pending, *result.errors))
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connection (the next sync or query reconnects)."""
         if self._chunks is not None:
             self._chunks.close()
         self._chunks = None
+        self.legs = None
 
 
 def drop_repository(config: AppConfig, name: str, dimension: int) -> bool:

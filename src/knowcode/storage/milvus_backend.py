@@ -199,7 +199,9 @@ class MilvusChunkStore:
             client = pymilvus.MilvusClient(uri=uri, token=token, timeout=timeout,
                                            grpc_options=LITE_GRPC_OPTIONS if local else {})
         except Exception as err:
-            raise BackendError(f"cannot reach Milvus at {uri}: {_reason(err)}") from err
+            hint = (" (a milvus-lite file is opened by one process at a time: is another one using it? "
+                    "Several processes need a Milvus server)") if local else ""
+            raise BackendError(f"cannot reach Milvus at {uri}: {_reason(err)}{hint}") from err
         store = cls(client, collection, dimension=dimension, k1=k1, b=b, dense_index=dense_index,
                     timeout=timeout)
         store._guard("prepare the collections", store._ensure_collections)
