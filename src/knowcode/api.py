@@ -32,9 +32,9 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from fastapi import Depends, FastAPI
+from fastapi import Depends, FastAPI, Query
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPBearer
@@ -82,6 +82,12 @@ class ApiError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+# Cross-repository search (a shared [backend]): repository names to search, or all of them.
+RepoFilter = Annotated[list[str] | None, Query(max_length=100, description=(
+    "Search these repositories of the shared [backend] (repeatable)."))]
+AllRepos = Annotated[bool, Query(description="Search every repository of the shared [backend].")]
 
 
 def _translate(err: Exception) -> ApiError:
@@ -289,9 +295,13 @@ def create_app(engine: KnowCode, *, token: str | None, max_body_bytes: int = MAX
                       "files_changed_since_index": freshness.files_changed}, freshness)
 
     @app.get(f"{API_PREFIX}/search", responses=GET_ERRORS)
-    def search(q: SearchText, limit: Limit = 10) -> Response:
-        """Ranked code: one hit per entity, best first (as `knowcode search --json`)."""
+    def search(q: SearchText, limit: Limit = 10, repo: RepoFilter = None,
+               all_repos: AllRepos = False) -> Response:
+        """Ranked code: one hit per entity, best first (as `knowcode search --json`); with `repo` or
+        `all_repos`, across the repositories of the shared [backend] (as `--repo-filter` / `--all-repos`)."""
         query = _text(q, "query", MAX_QUERY_CHARS)
+        if repo or all_repos:
+            return run(lambda kc: render.cross_repo_data(kc.search_repositories(query, limit, repo)))
         return run(lambda kc: render.search_json(query, kc.search(query, limit=limit)))
 
     @app.post(f"{API_PREFIX}/context/query", responses=POST_ERRORS)

@@ -156,8 +156,17 @@ def search(
     store: StoreOption = None,
     config: ConfigOption = None,
     json: JsonOption = False,
+    all_repos: Annotated[bool, typer.Option(
+        "--all-repos", help="Search every repository of the shared [backend] (kind = \"milvus\").")] = False,
+    repo_filter: Annotated[list[str] | None, typer.Option(
+        "--repo-filter", help="Search only this repository of the shared [backend] (repeatable).")] = None,
 ) -> None:
     """Ranked code for a query: path:lines, entity and a short snippet per hit."""
+    if all_repos or repo_filter:
+        with _errors(), _progress() as progress:
+            across = _open(repo, store, config, progress).search_repositories(query, limit, repo_filter)
+        typer.echo(render.to_json(render.cross_repo_data(across)) if json else render.cross_repo_text(across))
+        return
     with _errors(), _progress() as progress:
         results = _open(repo, store, config, progress).search(query, limit=limit)
     typer.echo(render.search_json(query, results) if json else render.search_text(results))

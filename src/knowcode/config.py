@@ -122,6 +122,38 @@ class ServerConfig:
                                  "optional port (e.g. 'devbox.lan' or 'devbox.lan:8000'; no scheme or path)")
 
 
+BACKEND_KINDS = ("embedded", "milvus")  # [backend] kind: where the chunks' searchable form lives
+# A Milvus call that takes longer fails the leg (the embedded index answers instead): a warm query on a
+# loaded collection answers in milliseconds, a cold one (collection being loaded) in seconds.
+DEFAULT_BACKEND_TIMEOUT_SECONDS = 10.0
+DENSE_INDEX_KINDS = ("FLAT", "HNSW", "IVF_FLAT", "AUTOINDEX")  # [backend] dense_index: Milvus index types
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    """The ``[backend]`` table: the search backend the chunks' searchable form is also written to."""
+
+    kind: str = "embedded"  # embedded (the per-repository BM25 + vector files, the default) or milvus
+    uri: str = ""  # milvus: a server ("http://milvus.internal:19530") or a milvus-lite file ("/data/kc.db")
+    collection: str = "knowcode_chunks"  # milvus: the collection every repository's chunks go to
+    token_env: str = ""  # milvus: the environment variable holding the token ("user:password" or a key)
+    repository: str = ""  # this repository's name in the backend; empty = the folder's name
+    timeout_seconds: float = DEFAULT_BACKEND_TIMEOUT_SECONDS  # milvus: one request; then it fails
+    dense_index: str = "FLAT"  # milvus: FLAT is exact (the embedded ranking); HNSW for large clusters
+
+    def __post_init__(self) -> None:
+        if self.kind not in BACKEND_KINDS:
+            raise ValueError(f"[backend] kind must be one of {', '.join(BACKEND_KINDS)}, not {self.kind!r}")
+        if self.kind == "milvus" and not self.uri.strip():
+            raise ValueError("[backend] kind = \"milvus\" needs a uri (a server URL or a milvus-lite file "
+                             "path)")
+        if self.timeout_seconds <= 0:
+            raise ValueError(f"[backend] timeout_seconds must be positive, not {self.timeout_seconds}")
+        if self.dense_index not in DENSE_INDEX_KINDS:
+            raise ValueError(f"[backend] dense_index must be one of {', '.join(DENSE_INDEX_KINDS)}, "
+                             f"not {self.dense_index!r}")
+
+
 @dataclass(frozen=True)
 class AppConfig:
     """Settings of one KnowCode instance; unknown keys in a config file are an error."""
@@ -147,6 +179,7 @@ class AppConfig:
     token_encoding: str = DEFAULT_ENCODING  # context budgets are counted in this encoding (offline cl100k)
     llm: LLMConfig = field(default_factory=LLMConfig)  # [llm] table: answering and its models
     server: ServerConfig = field(default_factory=ServerConfig)  # [server] table: `knowcode serve`
+    backend: BackendConfig = field(default_factory=BackendConfig)  # [backend] table: embedded or milvus
 
     def __post_init__(self) -> None:
         timeout = self.index_lock_timeout_seconds

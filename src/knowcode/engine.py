@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from knowcode.evals.routing_eval import RoutingEvalReport
     from knowcode.llm.agent import Rung
     from knowcode.llm.routing_policy import RoutingPolicy
+    from knowcode.retrieval.cross_repo import CrossRepoResults, CrossRepoSearch
+    from knowcode.search_backend import BackendSession
 
 
 def _check_root(root: Path) -> Path:
@@ -163,6 +165,12 @@ class KnowCode:
         self._readers_share: _SharedSearchIndex | None = None  # what this facade's readers share
         self._loaded_key: frozenset[tuple[str, str]] | None = None
         self._in_snapshot = False
+        self._backend: BackendSession | None = None  # [backend] kind = "milvus": the shared backend
+        self._cross_repo: CrossRepoSearch | None = None
+        if config.backend.kind != "embedded":
+            from knowcode.search_backend import BackendSession  # pymilvus only when configured
+
+            self._backend = BackendSession(config, root, store_dir)
 
     @classmethod
     def from_path(cls, root: str | Path, store: str | Path | None = None,
@@ -214,6 +222,8 @@ class KnowCode:
                 update_search_index(store, self.store_dir, embedder=self.embedder(),
                                     k1=self.config.bm25_k1, b=self.config.bm25_b,
                                     rebuild_vectors=rebuild_vectors, progress=progress)
+                if self._backend is not None:
+                    self._backend.sync(store, self.embedder())
             finally:
                 store.close()
         self._fresh = True
@@ -267,6 +277,8 @@ class KnowCode:
                      if self._shared is not None and self._loaded_key is not None
                      else load_search_index(self._reader, self.store_dir))
             config = self.config
+            if self._backend is not None:
+                index = self._backend.index_for(index, self.embedder())
             self._orchestrator = RetrievalOrchestrator(
                 self._reader, index, self.embedder(),
                 alpha=config.hybrid_alpha, top_k_multiplier=config.reranker_top_k_multiplier,
@@ -368,8 +380,30 @@ class KnowCode:
                  expand_deps: bool = True) -> RetrievalResult:
         """Run the spec's retrieval routing; see :meth:`RetrievalOrchestrator.retrieve`."""
         validate_query(query, limit_entities)
-        return self.orchestrator().retrieve(query, limit_entities=limit_entities, max_tokens=max_tokens,
-                                            expand_deps=expand_deps)
+        result = self.orchestrator().retrieve(query, limit_entities=limit_entities, max_tokens=max_tokens,
+                                              expand_deps=expand_deps)
+        return self._backend.annotate(result) if self._backend is not None else result
+
+    def search_repositories(self, query: str, limit: int = 10,
+                            repositories: list[str] | tuple[str, ...] | None = None) -> CrossRepoResults:
+        """Ranked code across every repository of the shared backend (``[backend] kind = "milvus"``).
+
+        This repository is indexed (and synced to the backend) first, as for :meth:`search`.
+
+        :param query: words, an identifier, or a "quoted" exact name.
+        :param limit: hits wanted (1..1000).
+        :param repositories: names to search (``[backend] repository`` or the folder names); None: all.
+        :return: hits tagged with their repository, best first.
+        :raises ValueError: an empty query, a limit out of range, or an embedded backend.
+        :raises BackendError: the backend cannot be reached.
+        """
+        from knowcode.search_backend import open_cross_repo_search
+
+        validate_query(query, limit)
+        self.ensure_indexed()
+        if self._cross_repo is None:
+            self._cross_repo = open_cross_repo_search(self.config, self.embedder(), self.cross_encoder())
+        return self._cross_repo.search(query, limit, list(repositories) if repositories else None)
 
     def search(self, query: str, limit: int = 10) -> SearchResults:
         """Ranked code for a query: one hit per entity, best first.
@@ -487,6 +521,11 @@ class KnowCode:
         """Release the read connection (the facade reopens it on the next query)."""
         self._drop_orchestrator()
         self._loaded_key = None
+        if self._cross_repo is not None:
+            self._cross_repo.close()
+        self._cross_repo = None
+        if self._backend is not None:
+            self._backend.close()  # reconnects on the next query or index run
         if self._reader is not None:
             self._reader.close()
         self._reader = None

@@ -20,6 +20,7 @@ from knowcode.models import (
 
 if TYPE_CHECKING:
     from knowcode.indexing import IndexReport
+    from knowcode.retrieval.cross_repo import CrossRepoResults
 
 MAX_LISTED_PATHS = 10  # per change kind in a human summary; --json has them all
 SNIPPET_LINES = 3  # non-blank lines of code shown under each search hit
@@ -102,6 +103,29 @@ def search_data(query: str, results: SearchResults) -> dict[str, Any]:
 def search_json(query: str, results: SearchResults) -> str:
     """The `knowcode search --json` document (see :func:`search_data`)."""
     return json.dumps(search_data(query, results), indent=2)
+
+
+def cross_repo_data(results: CrossRepoResults) -> dict[str, Any]:
+    """Cross-repository results as plain data: `search_data`'s document, each hit with its repository."""
+    hits = [{"repository": r.repository, **{name: getattr(r.hit, name) for name in SEARCH_HIT_FIELDS}}
+            for r in results.hits]
+    return {"query": results.query, "mode": results.mode.value, "errors": list(results.errors),
+            "repositories": list(results.repositories), "hits": hits}
+
+
+def cross_repo_text(results: CrossRepoResults) -> str:
+    """Cross-repository hits as `repository  path:start-end  kind qualified_name  score`, with snippets."""
+    lines = [f"[{e}]" for e in results.errors]
+    for rank, found in enumerate(results.hits, start=1):
+        hit = found.hit
+        lines.append(f"{rank:>2}. {found.repository}  {hit.path}:{hit.start_line}-{hit.end_line}  {hit.kind} "
+                     f"{hit.qualified_name or hit.entity_id}  ({hit.score:.4f}, {hit.source})")
+        snippet = [line for line in hit.text.splitlines() if line.strip()][:SNIPPET_LINES]
+        lines.extend(f"      {line.rstrip()[:120]}" for line in snippet)
+    if not results.hits:
+        lines.append("no results")
+    lines.append(f"mode: {results.mode.value}")
+    return "\n".join(lines)
 
 
 def compact_json(data: Any) -> str:

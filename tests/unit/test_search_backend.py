@@ -1,0 +1,70 @@
+"""search_backend.py: the repository's name in the backend, the token variable, the CLI's flags."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from knowcode.cli import EXIT_BAD_INPUT, EXIT_FAILURE, app
+from knowcode.config import AppConfig, BackendConfig
+from knowcode.search_backend import connect, repository_name
+from knowcode.storage.milvus_backend import BackendError
+from tests._milvus import release_lite_servers  # noqa: F401 - autouse: stops the test's servers
+from tests.conftest import SAMPLE_REPO, write_tree
+
+
+def test_the_repository_name_is_configured_or_the_folder_name(tmp_path: Path) -> None:
+    assert repository_name(BackendConfig(), tmp_path / "api") == "api"
+    assert repository_name(BackendConfig(repository=" acme/api "), tmp_path / "api") == "acme/api"
+
+
+def test_an_unset_token_variable_is_named_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KC_TEST_MILVUS_TOKEN", raising=False)
+    config = AppConfig(backend=BackendConfig(kind="milvus", uri="http://127.0.0.1:9",
+                                             token_env="KC_TEST_MILVUS_TOKEN"))
+    with pytest.raises(BackendError, match="KC_TEST_MILVUS_TOKEN, which is not set"):
+        connect(config, 4)
+
+
+def test_cli_searches_across_repositories_and_filters(tmp_path: Path) -> None:
+    pytest.importorskip("pymilvus")
+    pytest.importorskip("milvus_lite")
+    config = tmp_path / "org.toml"
+    config.write_text(f'[backend]\nkind = "milvus"\nuri = "{tmp_path / "org.db"}"\n')
+    first = write_tree(tmp_path / "first", SAMPLE_REPO)
+    second = write_tree(tmp_path / "second",
+                        {"app/engine.py": "class Engine:\n    def run(self):\n        pass\n"})
+    runner = CliRunner(env={"KNOWCODE_CACHE_DIR": str(tmp_path / "cache")})
+    for root in (first, second):
+        assert runner.invoke(app, ["index", str(root), "--config", str(config)]).exit_code == 0
+    result = runner.invoke(app, ["search", "engine run", "--repo", str(first), "--config", str(config),
+                                 "--all-repos", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert {hit["repository"] for hit in data["hits"]} == {"first", "second"}
+    assert data["mode"] == "hybrid"
+    result = runner.invoke(app, ["search", "engine run", "--repo", str(first), "--config", str(config),
+                                 "--repo-filter", "second"])
+    assert result.exit_code == 0 and "second  app/engine.py" in result.stdout and "first" not in result.stdout
+
+
+def test_cli_across_repositories_without_a_shared_backend_exits_2(tmp_path: Path) -> None:
+    write_tree(tmp_path / "repo", SAMPLE_REPO)
+    runner = CliRunner(env={"KNOWCODE_CACHE_DIR": str(tmp_path / "cache")})
+    result = runner.invoke(app, ["search", "engine", "--repo", str(tmp_path / "repo"), "--all-repos"])
+    assert result.exit_code == EXIT_BAD_INPUT and "[backend] kind" in result.stderr
+
+
+def test_cli_across_repositories_with_the_server_down_exits_1(tmp_path: Path) -> None:
+    pytest.importorskip("pymilvus")
+    write_tree(tmp_path / "repo", SAMPLE_REPO)
+    config = tmp_path / "down.toml"
+    config.write_text('[backend]\nkind = "milvus"\nuri = "http://127.0.0.1:9"\ntimeout_seconds = 1\n')
+    runner = CliRunner(env={"KNOWCODE_CACHE_DIR": str(tmp_path / "cache")})
+    result = runner.invoke(app, ["search", "engine", "--repo", str(tmp_path / "repo"), "--config",
+                                 str(config), "--all-repos"])
+    assert result.exit_code == EXIT_FAILURE
+    assert result.stderr.count("error:") == 1 and "127.0.0.1:9" in result.stderr
