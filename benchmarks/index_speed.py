@@ -346,6 +346,41 @@ def content_check(folders: list[Path], trees: list[tuple[str, str]]) -> list[dic
     return rows
 
 
+# CPU seconds of a cold `index_repository` with one parser in the process itself: the whole work
+# of the run in one figure that a busy machine disturbs far less than wall time.
+_CPU = r"""
+import json, sys, time
+from pathlib import Path
+from knowcode.indexing import index_repository
+from knowcode.storage import Store
+store = Store.open(Path(sys.argv[2]))
+started = time.process_time()
+index_repository(Path(sys.argv[1]), store, max_file_bytes=1 << 20, workers=1)
+print(json.dumps({"cpu_seconds": time.process_time() - started}))
+"""
+
+
+def cpu_runs(folders: list[Path], trees: list[tuple[str, str]], repeats: int) -> list[dict[str, object]]:
+    """Serial cold-index CPU seconds of each tree on each folder, interleaved; medians and ratio."""
+    rows = []
+    for folder in folders:
+        measured: dict[str, list[float]] = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            for i in range(repeats):
+                for label, python in trees:
+                    out = subprocess.run([python, "-c", _CPU, str(folder), f"{tmp}/{label}{i}"], check=True,
+                                         capture_output=True, text=True).stdout
+                    measured.setdefault(label, []).append(json.loads(out)["cpu_seconds"])
+        row: dict[str, object] = {"corpus": _name(folder), "repeats": repeats}
+        row.update({f"{label}_cpu_seconds": round(statistics.median(v), 3) for label, v in measured.items()})
+        if "baseline" in measured:
+            row["this_vs_baseline"] = round(statistics.median(measured["this"])
+                                            / statistics.median(measured["baseline"]), 3)
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
 def profile(folder: Path, top: int) -> list[dict[str, object]]:
     """The top of a cProfile of one cold `index_repository` run in one process (one parser, so the
     profile sees parsing and everything after it), by own time."""
@@ -386,6 +421,8 @@ def main() -> None:
     parser.add_argument("--dense-only", action="store_true",
                         help="--big runs with the default embedding model only (not also without vectors)")
     parser.add_argument("--profile", type=Path, help="a tree to profile one cold index_repository run on")
+    parser.add_argument("--cpu", type=Path, nargs="*", default=[],
+                        help="trees to measure the CPU seconds of a serial cold index_repository on")
     parser.add_argument("--check-content", type=Path, nargs="*", default=[],
                         help="trees whose stored index must be identical for this tree and the baseline")
     parser.add_argument("--baseline-python", type=Path,
@@ -395,7 +432,7 @@ def main() -> None:
     results["machine_cores"] = 2
     today = time.strftime("%Y-%m-%d")  # each section says when it was measured: a run may redo only some
     trees = _trees(args)
-    if args.corpus or not (args.corpora or args.big or args.profile or args.check_content):
+    if args.corpus or not (args.corpora or args.big or args.profile or args.check_content or args.cpu):
         rows = [measure("stdlib-subset", None, args.repeats)]
         rows += [measure(_name(folder), folder, args.repeats) for folder in args.corpus]
         header = ("corpus", "files", "lines", "cold_seconds", "cold_lines_per_s", "cold_files_per_s",
@@ -417,6 +454,8 @@ def main() -> None:
                                      **command_runs(_name(folder), folder, trees, args.repeats, modes)})
                     for folder in args.big)
         results["command_runs"] = list(runs.values())
+    if args.cpu:
+        results["cpu_runs"] = {"measured_at": today, "rows": cpu_runs(args.cpu, trees, args.repeats)}
     if args.check_content:
         results["content_check"] = {"measured_at": today, "rows": content_check(args.check_content, trees)}
     if args.profile:
