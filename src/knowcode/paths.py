@@ -24,8 +24,8 @@ def split_path_line(text: str) -> tuple[str, int | None]:
 
 
 def same_file(a: str, b: str) -> bool:
-    """Whether two `/`-separated paths name one file: equal, or either ends with "/" and the other
-    (a root-relative path and one cited with more or fewer leading folders; `app.py` is not `xapp.py`)."""
+    """Whether two `/`-separated paths name one file: equal, or either ends with "/" followed by the
+    other (a path cited with more or fewer leading folders; `app.py` is not `xapp.py`)."""
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 
