@@ -20,7 +20,7 @@ import numpy as np
 
 from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
 from knowcode.indexing.tokenizer import tokenize
-from knowcode.models import HitSource, RetrievalMode, SearchHit
+from knowcode.models import RetrievalMode, SearchHit
 from knowcode.retrieval.backend import SearchBackend
 from knowcode.retrieval.embeddings import EmbeddingProvider, EmbeddingSpec, Vectors
 from knowcode.retrieval.hybrid_index import (
@@ -29,16 +29,18 @@ from knowcode.retrieval.hybrid_index import (
     HybridIndex,
     reciprocal_rank_fusion,
 )
-from knowcode.retrieval.orchestrator import FIRST_TIER_LIMIT, RetrievalOrchestrator, validate_query
+from knowcode.retrieval.orchestrator import (
+    FIRST_TIER_LIMIT,
+    SOURCE_OF_LEGS,
+    RetrievalOrchestrator,
+    validate_query,
+)
 from knowcode.retrieval.reranker import CrossEncoder, RankingSignals
 from knowcode.retrieval.search_index import SearchIndex
 from knowcode.retrieval.sparse import SparseIndex
 from knowcode.storage.milvus_backend import BackendHit, RepositoryRecord, primary_key
 from knowcode.storage.store import Store
 from knowcode.storage.vector_store import FloatMatrix, VectorStore
-
-_SOURCE_OF_LEGS = {(True, True): HitSource.HYBRID, (True, False): HitSource.SPARSE,
-                   (False, True): HitSource.DENSE, (False, False): HitSource.EXACT}
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +248,7 @@ def _raw_hits(repository: str, fused: Sequence[FusedCandidate], by_key: dict[str
         if row.repository != repository or row.entity_id in seen:
             continue
         seen.add(row.entity_id)
-        source = _SOURCE_OF_LEGS[(candidate.sparse_rank is not None, candidate.dense_rank is not None)]
+        source = SOURCE_OF_LEGS[(candidate.sparse_rank is not None, candidate.dense_rank is not None)]
         hits.append(RepositoryHit(repository, SearchHit(
             row.path, row.start_line, row.end_line, candidate.score, row.entity_id, "", "", row.kind,
             source.value, row.chunk_id, "")))

@@ -32,7 +32,7 @@ from knowcode.retrieval.search_index import SearchIndex
 from knowcode.storage.store import Store
 
 # Which legs found a candidate -> its source; neither: a definition brought in by name.
-_SOURCE_OF_LEGS = {(True, True): HitSource.HYBRID, (True, False): HitSource.SPARSE,
+SOURCE_OF_LEGS = {(True, True): HitSource.HYBRID, (True, False): HitSource.SPARSE,
                    (False, True): HitSource.DENSE, (False, False): HitSource.EXACT}
 PER_ENTITY_TOKEN_CAP = 2000  # spec: Retrieval routing step 6 (the 200-token floor was removed)
 MAX_LIMIT = 1000  # more entities than this is a dump, not a search
@@ -177,7 +177,7 @@ class RetrievalOrchestrator:
                            and chunk.start_line <= d.start_line <= chunk.end_line), owner)
             fused_candidate = scores[chunk_id]
             found_by = (fused_candidate.sparse_rank is not None, fused_candidate.dense_rank is not None)
-            source = _SOURCE_OF_LEGS[found_by]
+            source = SOURCE_OF_LEGS[found_by]
             found.append((Candidate(chunk, entity, fused_candidate.score, mtime), source))
         return found
 
