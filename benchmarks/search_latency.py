@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
-import sysconfig
 import tempfile
 import time
 from pathlib import Path
 
 import bm25s
+from stdlib_corpus import copy_stdlib
 
 import knowcode
 
 RESULTS = Path(__file__).parent / "results"
-SKIPPED = {"site-packages", "idlelib", "lib2to3", "ensurepip"}  # third-party, GUI, deprecated, wheels
 # Questions and symbols about the standard library: words, identifiers and dotted names.
 QUERIES = (
     "how are http cookies parsed", "JSONDecoder", "thread pool executor shutdown",
@@ -42,20 +40,7 @@ QUERIES = (
 
 def _corpus(dest: Path, chunk_target: int) -> Path:
     """Copy standard-library Python files, in path order, until ~chunk_target chunks (~1 per 21 lines)."""
-    lib = Path(sysconfig.get_paths()["stdlib"])
-    budget = chunk_target * 21  # measured: ~21 lines per chunk on this corpus
-    lines = 0
-    for source in sorted(lib.rglob("*.py")):
-        relative = source.relative_to(lib)
-        if relative.parts[0] in SKIPPED or "__pycache__" in relative.parts:
-            continue
-        target = dest / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, target)
-        lines += source.read_bytes().count(b"\n")
-        if lines >= budget:
-            break
-    return dest
+    return copy_stdlib(dest, chunk_target * 21)  # measured: ~21 lines per chunk on this corpus
 
 
 def _timed(run: object, repeats: int) -> list[float]:

@@ -21,14 +21,15 @@ import shutil
 import statistics
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 from pathlib import Path
 
+from stdlib_corpus import STDLIB_SKIPPED, copy_stdlib
+
 RESULTS = Path(__file__).parent / "results"
 SRC = Path(__file__).resolve().parent.parent / "src"
-SKIPPED = {"site-packages", "idlelib", "lib2to3", "ensurepip", "test"}  # third-party, GUI, deprecated, tests
+SKIPPED = STDLIB_SKIPPED | {"test"}  # the library without its own tests
 
 _PHASES = r"""
 import json, sys, time
@@ -47,23 +48,6 @@ seconds = time.perf_counter() - started
 print(json.dumps({"seconds": seconds, "parsed_files": report.parsed_files,
                   "phases": {name: last - first for name, (first, last) in marks.items()}}))
 """
-
-
-def _corpus(dest: Path, lines_wanted: int) -> Path:
-    """Standard-library Python files in path order until about `lines_wanted` lines."""
-    lib = Path(sysconfig.get_paths()["stdlib"])
-    lines = 0
-    for source in sorted(lib.rglob("*.py")):
-        relative = source.relative_to(lib)
-        if relative.parts[0] in SKIPPED or "__pycache__" in relative.parts:
-            continue
-        target = dest / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, target)
-        lines += source.read_bytes().count(b"\n")
-        if lines >= lines_wanted:
-            break
-    return dest
 
 
 def _median_file(root: Path) -> Path:
@@ -115,7 +99,7 @@ def main() -> None:
         if args.corpus is not None:
             shutil.copytree(args.corpus, source)
         else:
-            _corpus(source, args.lines)
+            copy_stdlib(source, args.lines, SKIPPED)
         lines = sum(p.read_bytes().count(b"\n") for p in source.rglob("*") if p.is_file())
         edited = _median_file(source).relative_to(source)
         cache = Path(tmp) / "cache"
