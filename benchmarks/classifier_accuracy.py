@@ -10,23 +10,30 @@ tests/data/classifier_README.md for how each was written and which were tuned on
   first half only;
 * ``classifier_queries_v3_tuning.jsonl`` (101) and ``classifier_queries_v3_holdout.jsonl`` (99): 200 long
   questions (symptoms and goals, few code names), split and tuned on the same way;
+* ``classifier_queries_v4_tuning.jsonl`` (157) and ``classifier_queries_v4_holdout.jsonl`` (154): 311
+  questions written to the shared questions' label conventions (symptom reports, curiosity "why"
+  questions, bare identifiers, long whole-repository questions), split and tuned on the same way;
 * the shared span-level questions (``../shared/bench/questions/*.json``, 120 with a ``task`` label), a test
   set that is never tuned on; skipped with a note when the folder is absent.
 
 Rows of the confusion matrix are the labels, columns the predictions. Accuracy by confidence bin shows
-whether the confidence means something: a higher bin should be right more often.
+whether the confidence means something: a higher bin should be right more often. With ``--baseline-src
+DIR`` the classifier module of another checkout (``DIR/knowcode/llm/query_classifier.py``, e.g. a worktree
+of main) is scored on the same sets in the same run, and recorded beside the current one.
 
     python benchmarks/classifier_accuracy.py [--queries FILE ...] [--shared-questions DIR] [--out FILE]
+        [--baseline-src DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 DATA = ROOT / "tests" / "data"
 DEFAULT_SETS = tuple(DATA / f"classifier_queries{name}.jsonl" for name in (
-    "", "_holdout", "_v2_tuning", "_v2_holdout", "_v3_tuning", "_v3_holdout"))
+    "", "_holdout", "_v2_tuning", "_v2_holdout", "_v3_tuning", "_v3_holdout", "_v4_tuning", "_v4_holdout"))
 # Where the shared span-level questions are looked for: the benchmark folder corpus_sets.py uses
 # ($KNOWCODE_BENCH_DIR, else bench/ beside the repository, else ../shared/bench), its questions/ folder.
 BENCH_DIR_ENV = "KNOWCODE_BENCH_DIR"
@@ -47,7 +54,43 @@ SHARED_SET = "shared_questions"
 # of [0, 1], the last one closed so a confidence of exactly 1.0 falls in it.
 CONFIDENCE_BINS: tuple[tuple[float, float], ...] = ((0.0, 0.25), (0.25, 0.5), (0.5, 0.75), (0.75, 1.0))
 
+# Where a checkout's classifier module lies below its source folder (for --baseline-src).
+CLASSIFIER_MODULE = Path("knowcode") / "llm" / "query_classifier.py"
+BASELINE_MODULE_NAME = "knowcode_baseline_query_classifier"  # private: never shadows knowcode's own
+
 Labelled = list[tuple[str, TaskType]]
+# A classifier as this script uses it: a query in, the chosen type's value and the confidence out (a
+# baseline module's TaskType is compared by value, so an older checkout's enum works too).
+Classifier = Callable[[str], tuple[str, float]]
+
+
+def current_classifier(query: str) -> tuple[str, float]:
+    """The installed classifier's type value and confidence for a query."""
+    result = classify(query)
+    return result.task_type.value, result.confidence
+
+
+def load_baseline_classifier(src: Path) -> Classifier:
+    """The ``classify`` of another checkout's source folder, loaded under a private module name.
+
+    :param src: a source folder holding ``knowcode/llm/query_classifier.py`` (e.g. ``../wt-base/src``).
+    :return: a classifier returning the type's value and the confidence.
+    :raises OSError: when the module file is missing.
+    """
+    path = src / CLASSIFIER_MODULE
+    spec = importlib.util.spec_from_file_location(BASELINE_MODULE_NAME, path)
+    if spec is None or spec.loader is None or not path.is_file():
+        raise FileNotFoundError(f"no classifier module at {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is being built
+    spec.loader.exec_module(module)
+    baseline_classify = module.classify
+
+    def classify_with_baseline(query: str) -> tuple[str, float]:
+        result = baseline_classify(query)
+        return str(result.task_type.value), float(result.confidence)
+
+    return classify_with_baseline
 
 
 def load_queries(path: Path) -> Labelled:
@@ -92,10 +135,12 @@ def _bin_of(confidence: float) -> int:
     return len(CONFIDENCE_BINS) - 1
 
 
-def evaluate(labelled: Iterable[tuple[str, TaskType]]) -> dict[str, Any]:
+def evaluate(labelled: Iterable[tuple[str, TaskType]],
+             classifier: Classifier = current_classifier) -> dict[str, Any]:
     """Classify every query and score the predictions.
 
     :param labelled: ``(query, expected type)`` pairs.
+    :param classifier: what classifies a query; defaults to the installed classifier.
     :return: the count, correct count, accuracy, per-type precision (types never predicted left out) and
         recall (types never expected left out), the confusion matrix, accuracy by confidence bin and
         the misses.
@@ -104,15 +149,14 @@ def evaluate(labelled: Iterable[tuple[str, TaskType]]) -> dict[str, Any]:
     bins = [{"bin": bin_label(low, high), "queries": 0, "correct": 0} for low, high in CONFIDENCE_BINS]
     misses: list[dict[str, Any]] = []
     for query, expected in labelled:
-        result = classify(query)
-        predicted = result.task_type
-        matrix[expected.value][predicted.value] += 1
-        slot = bins[_bin_of(result.confidence)]
+        predicted, confidence = classifier(query)
+        matrix[expected.value][predicted] += 1
+        slot = bins[_bin_of(confidence)]
         slot["queries"] += 1
-        slot["correct"] += predicted is expected
-        if predicted is not expected:
-            misses.append({"query": query, "expected": expected.value, "predicted": predicted.value,
-                           "confidence": round(result.confidence, 3)})
+        slot["correct"] += predicted == expected.value
+        if predicted != expected.value:
+            misses.append({"query": query, "expected": expected.value, "predicted": predicted,
+                           "confidence": round(confidence, 3)})
     labels = [task.value for task in TaskType]
     total = sum(sum(row.values()) for row in matrix.values())
     correct = sum(matrix[label][label] for label in labels)
@@ -163,9 +207,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                              f"questions/ in ${BENCH_DIR_ENV} or ../shared/bench); skipped when absent")
     parser.add_argument("--no-shared", action="store_true", help="leave the shared questions out")
     parser.add_argument("--out", type=Path, default=RESULTS / "classifier_accuracy.json")
+    parser.add_argument("--baseline-src", type=Path, default=None, metavar="DIR",
+                        help="also score the classifier of this source folder (another checkout's src/)")
     args = parser.parse_args(argv)
     sets: dict[str, Labelled] = {}
+    baseline: Classifier | None = None
     try:
+        if args.baseline_src is not None:
+            baseline = load_baseline_classifier(args.baseline_src)
         for path in args.queries:
             sets[path.name] = load_queries(path)
         shared = None if args.no_shared else (args.shared_questions or default_shared_folder())
@@ -177,10 +226,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"classifier_accuracy: {type(error).__name__}: {error}", file=sys.stderr)
         return 2
     result: dict[str, Any] = {"measured_at": time.strftime("%Y-%m-%d %H:%M"), "sets": {}}
+    if baseline is not None:
+        result["baseline"] = {"src": str(args.baseline_src), "sets": {}}
     for name, labelled in sets.items():
         report = evaluate(labelled)
         result["sets"][name] = report
         print(format_report(name, report), end="\n\n")
+        if baseline is not None:
+            before = evaluate(labelled, baseline)
+            result["baseline"]["sets"][name] = before
+            print(format_report(f"{name} (baseline)", before), end="\n\n")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return 0

@@ -101,13 +101,22 @@ _FINITE_VERB = (r"(?=[^?]*?\b(?:i|we|it|they|my|our|is|are|was|were|isn't|aren't
                 r"(?:the|a|an|in|on|at|to|into|with|from|after|before|when|whenever|every|each|all|no|nothing"
                 r"|forever|immediately|twice|again|back|up|out|off|only|itself|me|us|them|it)\b)")
 
+# Words that make a statement a symptom report: what happens contradicts what the asker did or expected.
+_SYMPTOM = (r"still|even (?:though|when|if|after|with)|despite|although|instead of|never|no longer|any ?more"
+            r"|fails?|failed|failing|wrong|broken|rejected|ignored|skipped|missing|twice|empty|stale"
+            r"|crash\w*|hangs?|lost|disappear\w*|nothing|only (?:the|when|on|for|if)")
+
 _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
     TaskType.DEBUG: (
         (r"\btraceback \(most recent|\b(?:panick?(?:ed|s)?\b\s*(?:at|:)|segfault\w*|segmentation fault"
          r"|core dump\w*)|\berrno\b|\bERR_[A-Z_]+\b", STRONG),
-        # a pasted message: "Error: ...", "error[E0502]:", "warning: ...", "TypeError: ..."
-        (r"\b\w*(?:error|exception|warning|fatal|panic)(?:\[\w+\])?\s*:", STRONG),
-        (r"\b(?-i:[A-Z][a-z]\w*(?:Error|Exception|Warning|Timeout))\b|\b(?:OOM\w*|out of memory)\b", STRONG),
+        # a pasted message: "Error: ...", "error[E0502]:", "warning: ...", "TypeError: ..."; not a colon that
+        # introduces the asker's own question ("when a subscriber raises an exception: does the event ...")
+        (r"\b\w*(?:error|exception|warning|fatal|panic)(?:\[\w+\])?\s*:(?!\s*(?:does|do|is|are|was|were"
+         r"|what|how|why|when|which|who|can|could|should|would|will)\b)", STRONG),
+        (r"\b(?:OOM\w*|out of memory)\b", STRONG),
+        # an exception's name alone may be the topic of a review or explain question ("catch BaseException")
+        (r"\b(?-i:[A-Z][a-z]\w*(?:Error|Exception|Warning|Timeout))\b", MEDIUM),
         # "why does my X", "why isn't", "why won't": why about the asker's own, or about a negation
         (r"\bwhy\s+(?:(?:does|do|did|is|are|was|were|would)\s+(?:my|our)\b|(?:isn't|aren't|doesn't|don't"
          r"|didn't|won't|can't|wasn't|is\s+not|does\s+not|do\s+not)\b)"
@@ -129,16 +138,20 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"\w+(?:s|ed)\b"
          r"|\b(?:isn't|aren't|wasn't|doesn't|don't|didn't|won't|can't|cannot)\s+\w+", MEDIUM),
         (r"\b(?:loses?|drops|skips|misses|leaks?|leaking|corrupts?|flicker\w*|disconnects?|rejects?|swallows?"
-         r"|disagree|mismatch\w*|twice|duplicat\w+|off by|one day off|loop(?:s|ing)?|stale|truncat\w+"
+         r"|garbled|mojibake|gibberish|mangled|scrambled"
+         r"|rejected|disagree|mismatch\w*|twice|duplicat\w+|off by|one day off|loop(?:s|ing)?|stale|truncat\w+"
          r"|hangs?|hanging|freez\w+|deadlocks?|time[sd]? ?out|timeouts?|forever|exits?(?:\s+with)?"
          r"|exit (?:code|status)|non-?zero|crash\w*|fails?|failed|failing|failure|breaks?(?!\s+down)|broke"
          r"|explod\w+|blows? up)\b", MEDIUM),
         (r"\b(?:returns?|returning|gives?|shows?|prints?|outputs?|says|reports?|comes? back|ends? up)\s+"
          r"(?:(?:as|an?|the|with|me)\s+)?(?:no|nothing|none|null|undefined|nan|empty|wrong|incorrect|zero|0"
          r"|[45]\d\d|the (?:default|same|old|plain))\b"
-         r"|\b[45]\d\d\s+(?:(?-i:[A-Z][a-z]+)|from|on|when|errors?)\b", MEDIUM),
+         r"|\b[45]\d\d\s+(?:(?-i:[A-Z][a-z]+)|from|on|when|errors?)\b|\b(?:with|gets?|got)\s+(?:an?\s+)?[45]\d\d\b",
+         MEDIUM),
         (r"(?:^|\b(?:i'm|i am|we're|we are|keep|still)\s+)getting\b|\b(?:i|we)\s+(?:get|got|see|saw)\b"
          r"|\b(?:sometimes|randomly|intermittent\w*|sporadic\w*|flaky|under load|in (?:prod|production|ci)"
+         r"|apparently|suddenly|all of a sudden|for some reason|out of nowhere|no longer|any ?more"
+         r"|ends? up (?:with|as|in|being|empty)"
          r"|locally but|works? (?:\w+\s+){1,5}?but|only (?:on|in|when|for|with|under|after|if))\b", MEDIUM),
         (r"\bafter\s+(?:the\s+|a\s+|an\s+|i\s+|we\s+)?(?:upgrad|updat|deploy|migrat|adding|switch|chang"
          r"|rotat|install|mov|renam|enabl|bump|restart)\w*|\bregression\b", MEDIUM),
@@ -150,6 +163,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         # a first sentence of four words or more, with a sign of a finite verb, that is neither a question nor
         # a request usually reports what the code does (shorter ones, or verbless keyword phrases such as
         # "session cookie key rotation", are names or search terms)
+        # a symptom stated first, then a question about it ("Uploads are rejected even though the limit is
+        # 50 MB. Where is the size checked?"): the question serves the report
+        (rf"^(?!\s*(?:{_OPENERS})\b)[^?]*?\b(?:{_SYMPTOM})\b[^?]*?[.;!]\s+[^?]*\?", MEDIUM),
         (rf"^(?!\s*(?:{_OPENERS})\b){_FINITE_VERB}(?=\W*(?:\S+\s+){{3,}}\S)[^?]*?(?:[.;!](?:\s|$)|$)", WEAK),
         (r"\b(?:errors?|exceptions?|throws?|thrown|raises|raised|unexpected\w*|incorrect|wrong|weird|strange"
          r"|odd|warns?|complains?|refused|denied"
@@ -158,7 +174,8 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
     TaskType.LOCATE: (
         # the whole query is one code name or path: Context.forward, parse_args, `useSelector`, app/x.rb
         (r"^\W*[\w$.:#/<>\[\]()@-]+\W*$", STRONG),
-        (r"\bwhere(?:'s|\s+is|\s+are|\s+do|\s+does|\s+did|\s+can|\s+in)\b", STRONG),
+        # "where is" leads the question; a trailing "..., and where is it set?" is a follow-up to another ask
+        (r"(?<!\band )\bwhere(?:'s|\s+is|\s+are|\s+do|\s+does|\s+did|\s+can|\s+in)\b", STRONG),
         (rf"\b(?:which|what|in which|in what)\s+(?:\w+\s+)?(?:{_CODE_NOUN}|handlers?|components?|helpers?"
          r"|middlewares?|services?|routes?|endpoints?|scripts?|templates?|places?|lines?|migrations?|beans?"
          r"|decorators?|parts? of the code(?:base)?)\b",
@@ -181,6 +198,11 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
     ),
     TaskType.EXPLAIN: (
         (r"\bhow\s+(?:does|do|did|is|are|was|were)\b", STRONG),
+        # a behaviour in a situation: "what does the event bus do when a subscriber raises?"
+        (r"\bwhat\s+(?:does|do|will|would)\s+(?:\S+\s+){1,4}?do\s+(?:when|if|after|on|with|once)\b", STRONG),
+        # a "why" that goes on to ask for the mechanism ("why do my logs go to X, and when does Y attach its
+        # handler?"): the asker wants it explained, not fixed (the shared questions' README labels it so)
+        (r"\bwhy\b[^?]{0,160}?(?:,\s*|\s)and\s+(?:how|when|where|what|who|which)\b", STRONG),
         (r"\bexpla(?:in\w*|nation\w*)\b|\bwalk\s+(?:me\s+)?through\b"
          r"|\bwhat\s+happens\s+(?:when|if|after|before|during|on)\b", STRONG),
         (r"\bwhat\s+(?:does|do)\b[^?]{0,60}\b(?:do|does|mean|change|control"
@@ -216,8 +238,10 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|\b(?:best|cleanest|right|simplest|easiest)\s+(?:way|extension point|hook|place)\b", STRONG),
         (r"\bnew\s+(?:\w+\s+)?(?:endpoint|command|subcommand|feature|flag|option|provider|backend|plugin"
          r"|language|parser|api|route|field|column|method|class|module|tool|type|mode|format|integration"
-         r"|reducer|hook|chart|auth\w*|serialization|output|schema)s?\b", STRONG),
-        (r"\bwhere\s+(?:should|would|could)\b", STRONG),  # where a new piece would go
+         r"|reducer|hook|chart|auth\w*|serialization|output|schema|middleware|handler|step|check|job|test)s?\b",
+         STRONG),
+        # where a new piece would go (not "where should I start reading", a newcomer's question)
+        (r"\bwhere\s+(?:should|would|could)\b(?!\s+(?:i|we|one|you)\s+(?:start|begin))", STRONG),
         # "add" as the asker's intent ("I want to add", "we could add"), not code that adds something
         (r"\b(?:to|please|then|just|(?:can|could|should|shall) (?:we|i)|let's)\s+add\b|^\W*adding\b"
          r"|\b(?:implementing|implementation of)\b", MEDIUM),
@@ -242,7 +266,8 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|unsafe|correct|right|ok|okay|fine|enough|complete|sound|secure|robust|problems?|issues?|mistakes?"
          r"|bad idea|good idea"
          r"|dangerous|risky|consistent|inconsistent|idempotent|break|leak\w*|lose|proper|acceptable"
-         r"|gracefully|wrong|missing|testing anything|premature|the right thing|hide|mask|swallow)\b",
+         r"|gracefully|wrong|missing|testing anything|premature|the right thing|hide|mask|swallow|always"
+         r"|everywhere|every time|in every case)\b",
          STRONG),
         (r"\b(?:security|secure|vulnerab\w+|injection|xss|csrf|exploit\w*|unsafe|saniti[sz]\w+|traversal"
          r"|authori[sz]ation|permission checks?)\b", STRONG),
@@ -253,6 +278,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|\bwhat\s+(?:could|can)\s+go wrong\b|\banything\s+(?:wrong|off|missing|risky|unsafe|problematic)"
          r"|\bwhat are the risks\b", STRONG),
         (r"\b(?:best practices?|style guide|conventions?|idiomatic|pep ?8|lint\w*)\b", MEDIUM),
+        # a failure the asker fears rather than has seen: "are there calls that could hang indefinitely?"
+        (r"\b(?:could|can|might|would)\s+(?:\w+\s+){0,2}?(?:hang|deadlock|leak|overflow|race|loop forever"
+         r"|go wrong|be exploited|be abused|lose)\b", MEDIUM),
         (r"\b(?:pull request|pr|diff|changes?|patch|commit|before merging)\b", MEDIUM),
         (r"\b(?:check|look|scan)\s+(?:\w+\s+){0,5}?for\b|\bpoint out\b|\bcheck (?:whether|if|that)\b",
          MEDIUM),
@@ -275,12 +303,17 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\bwhat\s+(?:(?:is|does)\s+)?(?:this|the)\s+(?:\w+\s+)?(?:repo|repository|codebase|project|library|tool|app"
          r"|application|package|service|system)\w*(?:\s+(?:even\s+)?(?:does|do|is|solve\w*|provide\w*))?\b"
          r"|^\W*what\s+is\s+this\W*$", STRONG),
-        (r"\b(?:moving parts|subsystems?|fit together|main abstractions|core concepts"
+        # what a newcomer reads first: "which parts should I read first", "where should I start reading"
+        (r"\b(?:start|begin)\s+reading\b|\bread(?:ing)?\s+first\b|\b(?:which|what)\s+(?:parts|modules|files"
+         r"|pieces|areas)\s+(?:should|do|must|would)\s+(?:i|we)\b|\bwhat\s+(?:does|is)\s+(?:it|this)\s+"
+         r"(?:do|for)\b", MEDIUM),
+        (r"\b(?:moving parts|subsystems?|fit together|put together|out of the box|building blocks|mental map"
+         r"|main abstractions|core concepts"
          r"|layers of|ecosystem|split (?:between|across))\b", MEDIUM),
         (r"\b(?:tech(?:nology)? stack|languages?|frameworks?|libraries|dependencies|requirements|platforms"
          r"|runtimes)\b", MEDIUM),
-        (r"\bthis\s+(?:\w+\s+)?(?:repo|repository|codebase|code ?base|project|application|app|monorepo|system"
-         r"|package|library|service)\b|\bthe\s+(?:repo|repository|codebase|code ?base|project|monorepo)\b",
+        (r"\bthis\s+(?:[\w-]+\s+){0,2}?(?:repo|repository|codebase|code ?base|project|application|app|monorepo"
+         r"|system|package|library|service|toolkit|sdk|engine|tool|cli|pipeline|platform)\b|\bthe\s+(?:repo|repository|codebase|code ?base|project|monorepo)\b",
          MEDIUM),
         (r"\b(?:organi[sz]ed|organi[sz]ation|layout|laid out|structure|architecture|monolith\w*)\b", STRONG),
         (r"\b(?:directory|directories|folders?)\b", WEAK),
