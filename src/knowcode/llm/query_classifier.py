@@ -146,6 +146,7 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:returns?|returning|gives?|shows?|prints?|outputs?|says|reports?|comes? back|ends? up)\s+"
          r"(?:(?:as|an?|the|with|me)\s+)?(?:no|nothing|none|null|undefined|nan|empty|wrong|incorrect|zero|0"
          r"|[45]\d\d|the (?:default|same|old|plain))\b"
+         r"|\b(?:gives|gave|hands)\s+me\b"
          r"|\b[45]\d\d\s+(?:(?-i:[A-Z][a-z]+)|from|on|when|errors?)\b|\b(?:with|gets?|got)\s+(?:an?\s+)?[45]\d\d\b",
          MEDIUM),
         (r"(?:^|\b(?:i'm|i am|we're|we are|keep|still)\s+)getting\b|\b(?:i|we)\s+(?:get|got|see|saw)\b"
@@ -176,7 +177,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"^\W*[\w$.:#/<>\[\]()@-]+\W*$", STRONG),
         # "where is" leads the question; a trailing "..., and where is it set?" is a follow-up to another ask
         (r"(?<!\band )\bwhere(?:'s|\s+is|\s+are|\s+do|\s+does|\s+did|\s+can|\s+in)\b", STRONG),
-        (rf"\b(?:which|what|in which|in what)\s+(?:\w+\s+)?(?:{_CODE_NOUN}|handlers?|components?|helpers?"
+        # "which file ..." as the ask itself; "how does it decide which files changed" embeds it in another
+        (rf"(?:^|[.;:?!]\s+|,\s*(?:and\s+)?|\b(?:tell|show)\s+(?:me|us)\s+|\b(?:know|see|find)\s+)\W*"
+         rf"(?:which|what|in which|in what)\s+(?:\w+\s+)?(?:{_CODE_NOUN}|handlers?|components?|helpers?"
          r"|middlewares?|services?|routes?|endpoints?|scripts?|templates?|places?|lines?|migrations?|beans?"
          r"|decorators?|parts? of the code(?:base)?)\b",
          STRONG),
@@ -298,7 +301,8 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
     TaskType.GENERAL: (
         (r"\boverview\b|\bsummar(?:y|ies|ise|ize|ising|izing)\b|\b(?:high[- ]level|big picture|bird'?s[- ]eye"
          r"|tl;?dr|orientation|lay of the land)\b", STRONG),
-        (r"\b(?:tour|onboard\w*|new (?:here|to (?:this|the))|get(?:ting)? started"
+        (r"\b(?:tour|onboard\w*|new (?:here|to (?:this|the)|contributors?|users?|maintainers?)|newcomers?"
+         r"|never used|first (?:time|contribution)|get(?:ting)? started"
          r"|where (?:should|do|can) (?:i|we) (?:start|begin)|read first)\b", STRONG),
         (r"\bwhat\s+(?:(?:is|does)\s+)?(?:this|the)\s+(?:\w+\s+)?(?:repo|repository|codebase|project|library|tool|app"
          r"|application|package|service|system)\w*(?:\s+(?:even\s+)?(?:does|do|is|solve\w*|provide\w*))?\b"
@@ -318,8 +322,8 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:organi[sz]ed|organi[sz]ation|layout|laid out|structure|architecture|monolith\w*)\b", STRONG),
         (r"\b(?:directory|directories|folders?)\b", WEAK),
         (r"\blist\s+(?:all|the|of|every)\b|\b(?:how many|how big|how large|size of|how mature)\b", MEDIUM),
-        (r"\b(?:main|key|core|major|top[- ]level)\s+(?:modules|components|parts|pieces|packages|features"
-         r"|concepts|dependencies|areas|directory|directories)\b", MEDIUM),
+        (r"\b(?:main|key|core|major|top[- ]level|few)\s+(?:modules|components|parts|pieces|packages|features"
+         r"|concepts|dependencies|areas|directory|directories|logic|objects|classes|types|ideas)\b", MEDIUM),
         (r"\b(?:contribut\w+|map (?:of|out)|landscape|release process|versioning|deployed|conventions)\b",
          MEDIUM),
         (r"\b(?:briefly|in a nutshell|in short|elevator pitch|tell me about|entry ?points?|readme|statistics"
