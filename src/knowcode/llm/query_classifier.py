@@ -152,6 +152,7 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"(?:^|\b(?:i'm|i am|we're|we are|keep|still)\s+)getting\b|\b(?:i|we)\s+(?:get|got|see|saw)\b"
          r"|\b(?:sometimes|randomly|intermittent\w*|sporadic\w*|flaky|under load|in (?:prod|production|ci)"
          r"|apparently|suddenly|all of a sudden|for some reason|out of nowhere|no longer|any ?more"
+         r"|(?:has|had|have) no effect|does nothing|nothing happens"
          r"|ends? up (?:with|as|in|being|empty)"
          r"|locally but|works? (?:\w+\s+){1,5}?but|only (?:on|in|when|for|with|under|after|if))\b", MEDIUM),
         (r"\bafter\s+(?:the\s+|a\s+|an\s+|i\s+|we\s+)?(?:upgrad|updat|deploy|migrat|adding|switch|chang"
@@ -201,6 +202,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
     ),
     TaskType.EXPLAIN: (
         (r"\bhow\s+(?:does|do|did|is|are|was|were)\b", STRONG),
+        # who makes a decision in the code: "what decides whether the client is redirected"
+        (r"\b(?:what|who|which \w+)\s+(?:decides|determines|controls|governs|chooses|picks|triggers)\b"
+         r"|\bhow\s+(?:is\s+it|does\s+it)\s+(?:decided|determined|chosen)\b", STRONG),
         # a behaviour in a situation: "what does the event bus do when a subscriber raises?"
         (r"\bwhat\s+(?:does|do|will|would)\s+(?:\S+\s+){1,4}?do\s+(?:when|if|after|on|with|once)\b", STRONG),
         # a "why" that goes on to ask for the mechanism ("why do my logs go to X, and when does Y attach its
@@ -212,7 +216,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|accomplish|buy|save|add)\b", MEDIUM),
         (r"\bhow\s+(?:the|a|an|this|that|our|we|it|they)\b|\bhow\s+(?:\w+\s+){0,5}?works?\b", MEDIUM),
         (r"\b(?:rundown|break(?:\s+\w+)?\s+down|breakdown|run me through|step[- ]by[- ]step|steps of"
-         r"|how come|go(?:ing)? through|run through|in plain words|in what order)\b", MEDIUM),
+         r"|how come|go(?:ing)? through|run through|in plain words|in (?:what|which) order)\b", MEDIUM),
+        # a question between two behaviours: "is the body sent chunked or buffered first?"
+        (r"(?:^|[.:;]\s+)(?:is|are|does|do|will|would)\b[^?]*?\bor\b[^?]*\?", MEDIUM),
         (r"\bused\s+for\b|\bfor what\b|\bwhat\s+for\b|\b(?:describe|description of)\b", MEDIUM),
         (r"\b(?:understand\w*|make sense of|confus\w+|idea behind|the point of)\b", MEDIUM),
         (r"\b(?:purpose|role|responsibilit\w+|meaning|rationale|intent|contract)\b", MEDIUM),
@@ -245,6 +251,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          STRONG),
         # where a new piece would go (not "where should I start reading", a newcomer's question)
         (r"\bwhere\s+(?:should|would|could)\b(?!\s+(?:i|we|one|you)\s+(?:start|begin))", STRONG),
+        # which extension point to use: "which function should I override", "what class do we subclass"
+        (r"\b(?:which|what)\s+(?:\w+\s+){0,2}?(?:should|do|would|must|can)\s+(?:i|we|one|you)\s+(?:override"
+         r"|subclass|implement|extend|hook|register|replace|wrap|plug)\b", STRONG),
         # "add" as the asker's intent ("I want to add", "we could add"), not code that adds something
         (r"\b(?:to|please|then|just|(?:can|could|should|shall) (?:we|i)|let's)\s+add\b|^\W*adding\b"
          r"|\b(?:implementing|implementation of)\b", MEDIUM),
