@@ -178,12 +178,13 @@ def test_a_verified_type_classified_below_the_confidence_gate_goes_to_the_llm(tm
     _, create = factory({"m1": "answer"})
     result = smart_answer("q", task_type=TaskType.LOCATE, build_bundle=ladder, policy=ON,
                           llm=LLMConfig(models=models("m1")), limiter_path=tmp_path / "rl.sqlite",
-                          create_provider=create, task_confidence=MIN_LOCAL_CONFIDENCE - 0.01)
+                          create_provider=create, task_confidence=0.2)
     assert ladder.rungs == [ESCALATION_LADDER[-1]]  # the cheaper rungs could not answer: skipped
     assert result.route is AnswerRoute.LLM
     first = result.attempts[0]
     assert first.outcome == "not_verified" and first.error is not None
-    assert "confidence 0.49, below the 0.50" in first.error and "--task locate" in first.error
+    assert f"confidence 0.20, below the {MIN_LOCAL_CONFIDENCE:.2f}" in first.error
+    assert "--task locate" in first.error
     assert result.routing_reason == first.error
 
 
@@ -198,11 +199,11 @@ def test_a_verified_type_at_or_above_the_confidence_gate_is_answered_locally(tmp
 
 def test_an_unsure_classification_without_models_says_why_it_was_not_answered_locally(tmp_path: Path) -> None:
     result = smart_answer("q", task_type=TaskType.LOCATE, build_bundle=Ladder((1.0,)), policy=ON,
-                          llm=LLMConfig(), limiter_path=tmp_path / "rl.sqlite", task_confidence=0.2)
+                          llm=LLMConfig(), limiter_path=tmp_path / "rl.sqlite", task_confidence=0.1)
     assert result.route is AnswerRoute.NONE
-    assert result.text.startswith("No answer: the question was classified locate with confidence 0.20, "
-                                  "below the 0.50 a local answer needs; name the task type (--task locate) "
-                                  "to answer it locally. Also, no models are configured")
+    assert result.text.startswith(f"No answer: the question was classified locate with confidence 0.10, "
+                                  f"below the {MIN_LOCAL_CONFIDENCE:.2f} a local answer needs; name the task "
+                                  "type (--task locate) to answer it locally. Also, no models are configured")
 
 
 # --- the LLM leg: failover, rate limits, prompt --------------------------------------------------

@@ -170,6 +170,36 @@ EXPLAIN_QUESTIONS = [
     "plain 500 response?",
 ]
 
+# The v4 round (the shared questions' conventions), from the v4 tuning half: a why that goes on to ask for
+# the mechanism is explain; a stated symptom followed by a question is debug; newcomers' questions are general.
+WHY_THEN_MECHANISM = [
+    "Why do my requests to the staging cluster carry an X-Request-Id header that I never set, and what "
+    "generates its value?",
+    "What does the event bus do when a subscriber raises an exception: does the event still reach the other "
+    "subscribers?",
+]
+SYMPTOM_THEN_QUESTION = [
+    "Our websocket clients get disconnected every 60 seconds on the dot even though they send pings every 20 "
+    "seconds. Where is the idle timeout coming from?",
+    "I set the retry policy to three attempts with exponential backoff, but failed uploads are retried exactly "
+    "once and then the job is marked dead. What cuts the retries short?",
+]
+NEWCOMER_QUESTIONS = [
+    "I'm new to this project. What does it do, and which parts should I read first to understand it?",
+    "Where should I start reading if I want to understand how this compiler works end to end?",
+    "What are the main pieces I would need to understand to work on this terminal UI toolkit?",
+]
+V4_TABLES = WHY_THEN_MECHANISM + SYMPTOM_THEN_QUESTION + NEWCOMER_QUESTIONS
+
+
+@pytest.mark.parametrize(("query", "task"), [
+    *((query, TaskType.EXPLAIN) for query in WHY_THEN_MECHANISM),
+    *((query, TaskType.DEBUG) for query in SYMPTOM_THEN_QUESTION),
+    *((query, TaskType.GENERAL) for query in NEWCOMER_QUESTIONS),
+])
+def test_the_shared_conventions_cues_from_the_v4_tuning_half(query: str, task: TaskType) -> None:
+    assert classify(query).task_type is task
+
 
 @pytest.mark.parametrize(("query", "task"), [
     *((query, TaskType.LOCATE) for query in BARE_IDENTIFIERS),
@@ -186,13 +216,14 @@ def test_general_cues_from_the_tuning_half(query: str, task: TaskType) -> None:
 def _tuning_queries() -> set[str]:
     data = Path(__file__).resolve().parents[2] / "data"
     return {json.loads(line)["query"] for name in ("classifier_queries_v2_tuning.jsonl",
-                                                   "classifier_queries_v3_tuning.jsonl")
+                                                   "classifier_queries_v3_tuning.jsonl",
+                                                   "classifier_queries_v4_tuning.jsonl")
             for line in (data / name).read_text(encoding="utf-8").splitlines() if line.strip()}
 
 
 def test_the_cue_tables_come_from_the_tuning_halves_only() -> None:
     tables = (BARE_IDENTIFIERS + SYMPTOMS + ERROR_MESSAGES + WHY_ABOUT_BEHAVIOUR + EXTEND_REQUESTS
-              + REVIEW_QUESTIONS + GENERAL_QUESTIONS + EXPLAIN_QUESTIONS)
+              + REVIEW_QUESTIONS + GENERAL_QUESTIONS + EXPLAIN_QUESTIONS + V4_TABLES)
     assert set(tables) <= _tuning_queries()
 
 
