@@ -7,6 +7,11 @@ bar, a query is *local-eligible* when some rung reaches the bar, and its local a
 first such rung's bundle holds a target. The baseline, from the same rows, is answering every query
 locally with the top rung's bundle (no gate): the gate is worth having only if it beats that.
 
+The rows also carry the classifier's confidence. At the default bar, the queries the confidence gate
+(``routing_policy.MIN_LOCAL_CONFIDENCE``) trusts and the ones it turns away are reported apart, over all
+queries and over those whose type the repository's own evaluation verified (what ``ask`` would answer
+locally with and without the gate).
+
 Then ``knowcode eval``'s own routine (``run_routing_eval``, default configuration) runs on every repo,
 giving the task types a routing artifact would verify there.
 
@@ -25,11 +30,12 @@ from corpus_sets import RESULTS, corpus_parser, find_bench_dir, load_repos, log,
 
 import knowcode
 from knowcode import __version__
-from knowcode.config import DEFAULT_ROUTING_QUALITY_FLOOR
+from knowcode.config import DEFAULT_ROUTING_QUALITY_FLOOR, LLMConfig
 from knowcode.evals.routing_eval import QuerySet, bundle_holds_target, run_routing_eval
 from knowcode.evals.scoring import Query
 from knowcode.llm.agent import ESCALATION_LADDER
 from knowcode.llm.query_classifier import classify
+from knowcode.llm.routing_policy import MIN_LOCAL_CONFIDENCE, local_bar
 from knowcode.models import TaskType
 
 BARS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)  # candidate sufficiency bars around the default
@@ -37,7 +43,8 @@ BARS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)  # candidate sufficiency bars aroun
 
 def ladder_row(kc: knowcode.KnowCode, repo: str, query: Query) -> dict[str, Any]:
     """Every rung's bundle for a query: sufficiency, target held, milliseconds."""
-    task = classify(query.text).task_type
+    classification = classify(query.text)
+    task = classification.task_type
     rungs = []
     for rung in ESCALATION_LADDER:
         started = time.perf_counter()
@@ -45,7 +52,8 @@ def ladder_row(kc: knowcode.KnowCode, repo: str, query: Query) -> dict[str, Any]
                             task_type=task, verbosity=rung.verbosity, expand_deps=rung.expand_deps)
         rungs.append({"sufficiency": bundle.sufficiency_score, "hit": bundle_holds_target(bundle, query),
                       "ms": (time.perf_counter() - started) * 1000})
-    return {"repo": repo, "query": query.text, "task_type": task.value, "rungs": rungs}
+    return {"repo": repo, "query": query.text, "task_type": task.value,
+            "confidence": round(classification.confidence, 4), "rungs": rungs}
 
 
 def at_bar(rows: Sequence[dict[str, Any]], bar: float) -> dict[str, Any]:
@@ -69,6 +77,21 @@ def at_bar(rows: Sequence[dict[str, Any]], bar: float) -> dict[str, Any]:
 def ungated(rows: Sequence[dict[str, Any]]) -> float | None:
     """Precision of answering every query locally with the top rung's bundle."""
     return round(statistics.fmean(row["rungs"][-1]["hit"] for row in rows), 3) if rows else None
+
+
+def confidence_gate(rows: Sequence[dict[str, Any]], verified: dict[str, list[str]]) -> dict[str, Any]:
+    """At the default bar: the queries the confidence gate trusts and those it turns away, over every query
+    and over the queries whose task type their repository's evaluation verified."""
+    bar = local_bar(LLMConfig())
+
+    def split(subset: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        trusted = [row for row in subset if row["confidence"] >= MIN_LOCAL_CONFIDENCE]
+        unsure = [row for row in subset if row["confidence"] < MIN_LOCAL_CONFIDENCE]
+        return {"trusted": at_bar(trusted, bar), "unsure": at_bar(unsure, bar)}
+
+    on_verified = [row for row in rows if row["task_type"] in verified.get(row["repo"], [])]
+    return {"min_confidence": MIN_LOCAL_CONFIDENCE, "bar": bar, "all": split(rows),
+            "verified_types": split(on_verified)}
 
 
 def main() -> None:
@@ -95,6 +118,7 @@ def main() -> None:
         "ungated_precision": {"all": ungated(rows), **{t: ungated(r) for t, r in by_type.items() if r}},
         "by_bar": {str(bar): {"all": at_bar(rows, bar),
                               **{t: at_bar(r, bar) for t, r in by_type.items() if r}} for bar in BARS},
+        "confidence_gate": confidence_gate(rows, verified),
         "verified_task_types": verified,
         "rows": rows,
     }

@@ -139,7 +139,8 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|\b(?:isn't|aren't|wasn't|doesn't|don't|didn't|won't|can't|cannot)\s+\w+", MEDIUM),
         (r"\b(?:loses?|drops|skips|misses|leaks?|leaking|corrupts?|flicker\w*|disconnects?|rejects?|swallows?"
          r"|garbled|mojibake|gibberish|mangled|scrambled"
-         r"|rejected|disagree|mismatch\w*|twice|duplicat\w+|off by|one day off|loop(?:s|ing)?|stale|truncat\w+"
+         r"|rejected|disagree|mismatch\w*|twice|duplicat\w+|off by|one day off|loop(?:s|ing)?|stale"
+         r"|truncat\w+"
          r"|hangs?|hanging|freez\w+|deadlocks?|time[sd]? ?out|timeouts?|forever|exits?(?:\s+with)?"
          r"|exit (?:code|status)|non-?zero|crash\w*|fails?|failed|failing|failure|breaks?(?!\s+down)|broke"
          r"|explod\w+|blows? up)\b", MEDIUM),
@@ -325,8 +326,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|layers of|ecosystem|split (?:between|across))\b", MEDIUM),
         (r"\b(?:tech(?:nology)? stack|languages?|frameworks?|libraries|dependencies|requirements|platforms"
          r"|runtimes)\b", MEDIUM),
-        (r"\bthis\s+(?:[\w-]+\s+){0,2}?(?:repo|repository|codebase|code ?base|project|application|app|monorepo"
-         r"|system|package|library|service|toolkit|sdk|engine|tool|cli|pipeline|platform)\b|\bthe\s+(?:repo|repository|codebase|code ?base|project|monorepo)\b",
+        (r"\bthis\s+(?:[\w-]+\s+){0,2}?(?:repo|repository|codebase|code ?base|project|application|app"
+         r"|monorepo|system|package|library|service|toolkit|sdk|engine|tool|cli|pipeline|platform)\b"
+         r"|\bthe\s+(?:repo|repository|codebase|code ?base|project|monorepo)\b",
          MEDIUM),
         (r"\b(?:organi[sz]ed|organi[sz]ation|layout|laid out|structure|architecture|monolith\w*)\b", STRONG),
         (r"\b(?:directory|directories|folders?)\b", WEAK),

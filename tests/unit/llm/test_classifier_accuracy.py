@@ -60,7 +60,6 @@ def test_the_v2_set_is_large_with_every_type_well_represented() -> None:
     assert all(counts[task] >= MIN_V2_PER_TYPE for task in TaskType), counts
 
 
-@pytest.mark.parametrize("name", sorted(SOURCES))
 def test_the_v4_set_is_large_with_every_type_represented() -> None:
     labelled = _load(SOURCES["v4"])
     assert len(labelled) >= MIN_V4_QUERIES
@@ -68,6 +67,7 @@ def test_the_v4_set_is_large_with_every_type_represented() -> None:
     assert all(counts[task] >= MIN_V4_PER_TYPE for task in TaskType), counts
 
 
+@pytest.mark.parametrize("name", sorted(SOURCES))
 def test_the_halves_are_exactly_the_seeded_split_of_their_source(name: str) -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:

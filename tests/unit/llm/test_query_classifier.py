@@ -171,7 +171,8 @@ EXPLAIN_QUESTIONS = [
 ]
 
 # The v4 round (the shared questions' conventions), from the v4 tuning half: a why that goes on to ask for
-# the mechanism is explain; a stated symptom followed by a question is debug; newcomers' questions are general.
+# the mechanism is explain; a stated symptom followed by a question is debug; newcomers' questions are
+# general.
 WHY_THEN_MECHANISM = [
     "Why do my requests to the staging cluster carry an X-Request-Id header that I never set, and what "
     "generates its value?",
@@ -181,8 +182,8 @@ WHY_THEN_MECHANISM = [
 SYMPTOM_THEN_QUESTION = [
     "Our websocket clients get disconnected every 60 seconds on the dot even though they send pings every 20 "
     "seconds. Where is the idle timeout coming from?",
-    "I set the retry policy to three attempts with exponential backoff, but failed uploads are retried exactly "
-    "once and then the job is marked dead. What cuts the retries short?",
+    "I set the retry policy to three attempts with exponential backoff, but failed uploads are retried "
+    "exactly once and then the job is marked dead. What cuts the retries short?",
 ]
 NEWCOMER_QUESTIONS = [
     "I'm new to this project. What does it do, and which parts should I read first to understand it?",
