@@ -474,7 +474,7 @@ class KnowCode:
         from knowcode.llm.agent import smart_answer  # the facade composes stages
 
         validate_query(question, 1)
-        chosen, confidence = _task_type(question, task_type)
+        chosen, _ = _task_type(question, task_type)
 
         def build_bundle(rung: Rung) -> ContextBundle:
             with lend() if lend is not None else nullcontext(self) as kc:
@@ -485,7 +485,7 @@ class KnowCode:
         llm = self.config.llm
         telemetry = TelemetryLog(self.store_dir / TELEMETRY_FILE_NAME) if llm.telemetry else None
         return smart_answer(question, task_type=chosen, build_bundle=build_bundle, policy=policy, llm=llm,
-                            limiter_path=rate_limit_path(), telemetry=telemetry, task_confidence=confidence)
+                            limiter_path=rate_limit_path(), telemetry=telemetry)
 
     def evaluate(self, query_set: Path) -> RoutingEvalReport:
         """Measure local answering per task type on an annotated query set (``knowcode eval``).

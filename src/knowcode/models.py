@@ -362,9 +362,8 @@ class AnswerAttempt:
     """One step of answering a question, in order: a local bundle rung or one model call.
 
     `outcome` is one of: ``insufficient`` (a bundle rung below the bar), ``not_verified`` (local answers
-    are off for the task type, or its classification is too unsure for one), ``answered``,
-    ``rate_limited`` (our client-side limit), ``exhausted`` (the provider's 429 or quota), ``timeout``, or
-    ``error``. `error` is a short message, never a key.
+    are off for the task type), ``answered``, ``rate_limited`` (our client-side limit), ``exhausted``
+    (the provider's 429 or quota), ``timeout``, or ``error``. `error` is a short message, never a key.
     """
 
     model: str  # "local" for a bundle rung, else the configured model name

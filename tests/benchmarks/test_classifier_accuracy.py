@@ -9,7 +9,6 @@ import classifier_accuracy
 import pytest
 
 from knowcode.llm.query_classifier import classify
-from knowcode.llm.routing_policy import MIN_LOCAL_CONFIDENCE
 from knowcode.models import TaskType
 
 NO_CUE = "qwerty asdf zxcv"  # matches no cue: predicted general with confidence 0
@@ -126,29 +125,6 @@ def test_the_recorded_results_match_the_classifier_on_the_committed_sets() -> No
         labelled = classifier_accuracy.load_queries(path)
         correct = sum(classify(query).task_type is task for query, task in labelled)
         assert recorded["sets"][path.name]["correct"] == correct, path.name
-
-
-# The held-out sets (none tuned on) whose curve sets routing_policy.MIN_LOCAL_CONFIDENCE.
-HELD_OUT_SETS = tuple(f"classifier_queries{name}.jsonl"
-                      for name in ("_holdout", "_v2_holdout", "_v3_holdout", "_v4_holdout"))
-TRUSTED_ACCURACY = 0.95  # routing_policy's claim: from the gate up, every held-out bin is right this often
-
-
-def test_the_local_answer_gate_sits_where_the_recorded_held_out_curve_steps_up() -> None:
-    results = classifier_accuracy.RESULTS / "classifier_accuracy.json"
-    recorded = json.loads(results.read_text(encoding="utf-8"))
-    assert MIN_LOCAL_CONFIDENCE in {low for low, _ in classifier_accuracy.CONFIDENCE_BINS}  # a bin boundary
-    below_queries = below_correct = 0
-    for name in HELD_OUT_SETS:
-        bins = zip(recorded["sets"][name]["by_confidence"], classifier_accuracy.CONFIDENCE_BINS, strict=True)
-        for slot, (low, _) in bins:
-            if low >= MIN_LOCAL_CONFIDENCE and slot["queries"]:
-                assert slot["accuracy"] >= TRUSTED_ACCURACY, (name, slot)
-            elif low < MIN_LOCAL_CONFIDENCE:
-                below_queries += slot["queries"]
-                below_correct += slot["correct"]
-    # below the gate the type is right markedly less often, so the gate is not set needlessly high
-    assert below_correct / below_queries < TRUSTED_ACCURACY
 
 
 def test_a_baseline_checkout_is_scored_beside_the_current_classifier(tmp_path: Path) -> None:

@@ -1,9 +1,8 @@
 """Answering a question (spec: Local-vs-LLM routing): locally from a sufficient bundle, else through an LLM.
 
 ``smart_answer`` climbs :data:`ESCALATION_LADDER`, one context bundle per rung. A bundle is the answer
-itself when the question's task type is verified for local answers and trusted at its confidence
-(``llm/routing_policy.py``, :func:`local_refusal`) and its sufficiency reaches :func:`local_bar`; otherwise
-the last bundle goes to the configured models.
+itself when the question's task type is verified for local answers (``llm/routing_policy.py``) and its
+sufficiency reaches :func:`local_bar`; otherwise the last bundle goes to the configured models.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from knowcode.errors import StoreError
 from knowcode.llm.prompt_contract import MAX_ERROR_CHARS, build_messages, truncate_field
 from knowcode.llm.providers import ChatProvider, ProviderError, create_chat_provider
 from knowcode.llm.rate_limiter import RateLimiter, RateLimitExceeded
-from knowcode.llm.routing_policy import RoutingPolicy, local_bar, local_refusal
+from knowcode.llm.routing_policy import RoutingPolicy, local_bar
 from knowcode.models import (
     Answer,
     AnswerAttempt,
@@ -152,14 +151,13 @@ def unanswered_text(reason: str, bundle: ContextBundle) -> str:
             f"{_sources_block(sources_of(bundle))}")
 
 
-def _failure_reason(refusal: str | None, models: Sequence[ModelConfig], reply: LLMReply,
+def _failure_reason(policy: RoutingPolicy, models: Sequence[ModelConfig], reply: LLMReply,
                     last_local: AnswerAttempt) -> str:
     if not models:
-        # The refusal says on its own why local answers are off for this question (the policy's reason, or
-        # a confidence too low); a trusted type fell short on sufficiency instead, which its last local
-        # attempt records.
+        # The policy's reason says on its own that (and why) local answers are off for this type; a
+        # verified type fell short on sufficiency instead, which its last local attempt records.
         local = (f"no bundle was sufficient for a local answer ({last_local.error})"
-                 if last_local.outcome == INSUFFICIENT or refusal is None else refusal.rstrip("."))
+                 if last_local.outcome == INSUFFICIENT else policy.reason.rstrip("."))
         return (f"{local}. Also, no models are configured: add an [llm] models list to knowcode.toml "
                 "(see the README).")
     tried = "; ".join(f"{attempt.model}: {attempt.outcome}" for attempt in reply.attempts)
@@ -174,15 +172,13 @@ def smart_answer(
     policy: RoutingPolicy,
     llm: LLMConfig,
     limiter_path: Path,
-    task_confidence: float = 1.0,
     telemetry: TelemetryLog | None = None,
     create_provider: ProviderFactory = create_chat_provider,
     clock: Callable[[], float] = time.perf_counter,
 ) -> Answer:
     """Answer a question locally when a bundle provably suffices, else through the LLM leg (spec).
 
-    With the task type verified for local answers (``policy``) and trusted at ``task_confidence``
-    (:func:`local_refusal`), each rung of :data:`ESCALATION_LADDER`
+    With the task type verified for local answers (``policy``), each rung of :data:`ESCALATION_LADDER`
     builds a bundle and the first one whose sufficiency reaches :func:`local_bar` is the answer. Otherwise
     (or when no rung suffices) the last rung's bundle goes to :func:`answer`. Without a verified task type
     the cheaper rungs are skipped: they could not answer. Exactly one telemetry event is recorded.
@@ -193,15 +189,12 @@ def smart_answer(
     :param policy: which task types may be answered locally, and why.
     :param llm: the [llm] configuration: models, sufficiency threshold and quality floor.
     :param limiter_path: the rate limiters' shared request log.
-    :param task_confidence: the classifier's confidence in ``task_type``; 1.0 (the default) when the caller
-        named the type.
     :param telemetry: where the query event goes; None records nothing.
     :param create_provider: makes a chat client for a model.
     :return: the answer with its route, sources and every attempt.
     """
     start = clock()
-    refusal = local_refusal(policy, task_type, task_confidence)
-    local_allowed = refusal is None
+    local_allowed = task_type in policy.local_answer_task_types
     bar = local_bar(llm)
     attempts: list[AnswerAttempt] = []
     bundle: ContextBundle | None = None
@@ -214,7 +207,7 @@ def smart_answer(
         elif local_allowed:
             outcome, error = INSUFFICIENT, f"sufficiency {bundle.sufficiency_score:.2f} < {bar:.2f}"
         else:
-            outcome, error = NOT_VERIFIED, truncate_field(refusal or policy.reason, MAX_ERROR_CHARS)
+            outcome, error = NOT_VERIFIED, truncate_field(policy.reason, MAX_ERROR_CHARS)
         attempts.append(AnswerAttempt(LOCAL_MODEL, outcome, error, _elapsed_ms(clock, rung_start),
                                       rung.max_tokens, bundle.sufficiency_score))
         if sufficient:
@@ -232,13 +225,13 @@ def smart_answer(
             route, text = AnswerRoute.LLM, reply.text
         else:
             route = AnswerRoute.NONE
-            text = unanswered_text(_failure_reason(refusal, llm.models, reply, last_local), bundle)
+            text = unanswered_text(_failure_reason(policy, llm.models, reply, last_local), bundle)
     result = Answer(
         question=question, text=text, route=route, model=reply.model, task_type=task_type,
         sufficiency_score=bundle.sufficiency_score, sources=sources_of(bundle), attempts=tuple(attempts),
         context_tokens=bundle.total_tokens,
         input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
-        latency_ms=_elapsed_ms(clock, start), routing_reason=refusal or policy.reason,
+        latency_ms=_elapsed_ms(clock, start), routing_reason=policy.reason,
     )
     if telemetry is not None:
         try:

@@ -6,8 +6,7 @@ answers on. :func:`load_routing_policy` is the only way back: it reads the artif
 routing_artifact`` names, checks its bytes against ``routing_artifact_sha256``, and checks that it was
 measured by this KnowCode, with these retrieval settings and at this sufficiency bar. Any failed check
 leaves local answers off, with a reason that names the fix. This module defines the artifact's format;
-evals/routing_artifact.py writes it. :func:`local_refusal` adds the classifier's side: a verified type is
-trusted for a local answer only when it was named by the caller or classified with enough confidence.
+evals/routing_artifact.py writes it.
 """
 
 from __future__ import annotations
@@ -29,13 +28,6 @@ ARTIFACT_FORMAT = "knowcode-routing-eval"  # the artifact's "format" field
 ARTIFACT_FORMAT_VERSION = 1
 EVAL_COMMAND = "knowcode eval --set FILE --out FILE"  # the command that writes an artifact
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")  # a SHA-256 as `knowcode eval` prints it (lower-case hex)
-# A classified task type is trusted for a local answer only from this confidence (issue 13: a threshold
-# "based on that curve"). benchmarks/results/classifier_accuracy.json, accuracy by confidence bin on the four
-# held-out sets (old, v2, v3, v4 halves; none tuned on): in [0.25, 0.5) the type is right 0.95-1.00 of the
-# time, from 0.5 up 0.96-1.00, but below 0.25 only 0.65-0.88. The step is at 0.25; a higher gate would turn
-# away about half the questions (bare identifiers among them) for no gain in accuracy. A wrong type would
-# take a verified type's local route for a question of another type. A type the caller names has 1.0.
-MIN_LOCAL_CONFIDENCE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,24 +47,6 @@ class _Measured:
     local_eligible: int
     quality: float
     meets_floor: bool
-
-
-def local_refusal(policy: RoutingPolicy, task_type: TaskType, confidence: float) -> str | None:
-    """Why a question may not be answered locally, or None when it may.
-
-    :param policy: the verified task types and the reason they are what they are.
-    :param task_type: the question's task type, named by the caller or classified.
-    :param confidence: the classifier's confidence in ``task_type`` (1.0 when the caller named it).
-    :return: None when the type is verified and trusted; else a one-line reason (the policy's own when the
-        type is not verified, a confidence one when it is but the classification is too unsure).
-    """
-    if task_type not in policy.local_answer_task_types:
-        return policy.reason
-    if confidence < MIN_LOCAL_CONFIDENCE:
-        return (f"the question was classified {task_type.value} with confidence {confidence:.2f}, below the "
-                f"{MIN_LOCAL_CONFIDENCE:.2f} a local answer needs; name the task type (--task "
-                f"{task_type.value}) to answer it locally")
-    return None
 
 
 def local_bar(llm: LLMConfig) -> float:

@@ -17,7 +17,7 @@ from knowcode.config import LLMConfig, ModelConfig
 from knowcode.llm.agent import ESCALATION_LADDER, ProviderFactory, Rung, answer, smart_answer
 from knowcode.llm.prompt_contract import ENVELOPE_KEY, MAX_CONTEXT_CHARS, MAX_ERROR_CHARS, MAX_QUESTION_CHARS
 from knowcode.llm.providers import ChatProvider, Completion, ProviderError, ProviderExhausted, ProviderTimeout
-from knowcode.llm.routing_policy import MIN_LOCAL_CONFIDENCE, RoutingPolicy, load_routing_policy, local_bar
+from knowcode.llm.routing_policy import RoutingPolicy, load_routing_policy, local_bar
 from knowcode.models import (
     AnswerRoute,
     ContextBundle,
@@ -171,39 +171,6 @@ def test_a_verified_type_without_a_sufficient_bundle_says_so_not_that_local_answ
     assert result.text.startswith("No answer: no bundle was sufficient for a local answer (sufficiency 0.40 "
                                   "< 0.80). Also, no models are configured")
     assert ON.reason not in result.text
-
-
-def test_a_verified_type_classified_below_the_confidence_gate_goes_to_the_llm(tmp_path: Path) -> None:
-    ladder = Ladder((1.0, 1.0, 1.0))
-    _, create = factory({"m1": "answer"})
-    result = smart_answer("q", task_type=TaskType.LOCATE, build_bundle=ladder, policy=ON,
-                          llm=LLMConfig(models=models("m1")), limiter_path=tmp_path / "rl.sqlite",
-                          create_provider=create, task_confidence=0.2)
-    assert ladder.rungs == [ESCALATION_LADDER[-1]]  # the cheaper rungs could not answer: skipped
-    assert result.route is AnswerRoute.LLM
-    first = result.attempts[0]
-    assert first.outcome == "not_verified" and first.error is not None
-    assert f"confidence 0.20, below the {MIN_LOCAL_CONFIDENCE:.2f}" in first.error
-    assert "--task locate" in first.error
-    assert result.routing_reason == first.error
-
-
-@pytest.mark.parametrize("confidence", [MIN_LOCAL_CONFIDENCE, 1.0])
-def test_a_verified_type_at_or_above_the_confidence_gate_is_answered_locally(tmp_path: Path,
-                                                                            confidence: float) -> None:
-    result = smart_answer("q", task_type=TaskType.LOCATE, build_bundle=Ladder((0.95,)), policy=ON,
-                          llm=LLMConfig(), limiter_path=tmp_path / "rl.sqlite", task_confidence=confidence)
-    assert result.route is AnswerRoute.LOCAL
-    assert result.routing_reason == ON.reason
-
-
-def test_an_unsure_classification_without_models_says_why_it_was_not_answered_locally(tmp_path: Path) -> None:
-    result = smart_answer("q", task_type=TaskType.LOCATE, build_bundle=Ladder((1.0,)), policy=ON,
-                          llm=LLMConfig(), limiter_path=tmp_path / "rl.sqlite", task_confidence=0.1)
-    assert result.route is AnswerRoute.NONE
-    assert result.text.startswith(f"No answer: the question was classified locate with confidence 0.10, "
-                                  f"below the {MIN_LOCAL_CONFIDENCE:.2f} a local answer needs; name the task "
-                                  "type (--task locate) to answer it locally. Also, no models are configured")
 
 
 # --- the LLM leg: failover, rate limits, prompt --------------------------------------------------

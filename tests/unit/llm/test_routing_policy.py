@@ -13,14 +13,7 @@ import pytest
 import knowcode
 from knowcode.config import AppConfig, LLMConfig, load_config
 from knowcode.evals import RoutingEvalReport, TaskTypeQuality, write_routing_artifact
-from knowcode.llm.query_classifier import classify
-from knowcode.llm.routing_policy import (
-    MIN_LOCAL_CONFIDENCE,
-    RoutingPolicy,
-    load_routing_policy,
-    local_bar,
-    local_refusal,
-)
+from knowcode.llm.routing_policy import RoutingPolicy, load_routing_policy, local_bar
 from knowcode.models import TaskType
 from tests.conftest import write_tree
 
@@ -206,46 +199,3 @@ def test_the_facade_trusts_its_pinned_artifact_across_code_edits(sample_repo: Pa
     changed = AppConfig(hybrid_alpha=0.5, llm=load_config(sample_repo).llm)  # another retrieval setting
     stale = knowcode.open(sample_repo, store=tmp_path / "other-store", config=changed).routing_policy()
     assert_off(stale, "other retrieval settings")
-
-
-# --- the classifier's side: a verified type is trusted only at enough confidence -------------------
-
-VERIFIED = RoutingPolicy(frozenset({TaskType.LOCATE}), "local answers on for locate", ARTIFACT)
-
-
-def test_a_verified_type_at_enough_confidence_may_be_answered_locally() -> None:
-    assert local_refusal(VERIFIED, TaskType.LOCATE, MIN_LOCAL_CONFIDENCE) is None
-    assert local_refusal(VERIFIED, TaskType.LOCATE, 1.0) is None
-
-
-def test_an_unverified_type_is_refused_with_the_policys_reason_at_any_confidence() -> None:
-    assert local_refusal(VERIFIED, TaskType.DEBUG, 1.0) == VERIFIED.reason
-
-
-def test_a_verified_type_classified_too_unsurely_is_refused_with_a_fix() -> None:
-    reason = local_refusal(VERIFIED, TaskType.LOCATE, MIN_LOCAL_CONFIDENCE - 0.001)
-    assert reason is not None and reason != VERIFIED.reason
-    assert "classified locate with confidence" in reason and "--task locate" in reason
-
-
-def test_the_facade_gates_classified_questions_by_confidence(sample_repo: Path, tmp_path: Path) -> None:
-    bars = {"sufficiency_threshold": 0.0, "routing_quality_floor": 0.0}
-    config_with(sample_repo, bars)
-    queries = [{"query": f"where is {name} defined", "category": "symbol", "relevant": ["pkg/util.py"],
-                "secondary": []} for name in ("helper", "slugify", "Engine", "render", "App")]
-    (tmp_path / "set.json").write_text(json.dumps(queries), encoding="utf-8")
-    engine = knowcode.open(sample_repo, store=tmp_path / "store")
-    sha256 = write_routing_artifact(engine.evaluate(tmp_path / "set.json"), sample_repo / ARTIFACT)
-    engine.close()
-    config_with(sample_repo, {**bars, "routing_artifact": ARTIFACT, "routing_artifact_sha256": sha256})
-    sure, unsure = "where is helper defined", "helper signature"  # both classified locate
-    assert classify(sure).confidence >= MIN_LOCAL_CONFIDENCE > classify(unsure).confidence
-    assert classify(unsure).task_type is TaskType.LOCATE
-    engine = knowcode.open(sample_repo, store=tmp_path / "store")
-    assert engine.routing_policy().local_answer_task_types == {TaskType.LOCATE}
-    assert engine.ask(sure).route.value == "local"
-    gated = engine.ask(unsure)  # no models are configured: no answer, and the attempt says why
-    assert gated.route.value == "none" and gated.attempts[0].outcome == "not_verified"
-    assert "confidence" in (gated.attempts[0].error or "")
-    assert engine.ask(unsure, task_type="locate").route.value == "local"  # named: confidence 1.0
-    engine.close()
