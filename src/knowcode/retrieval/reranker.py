@@ -121,6 +121,16 @@ def is_symbol_query(query: str) -> bool:
     return bool(_SYMBOL_QUERY.match(query.strip()))
 
 
+def wants_code_only(query: str) -> bool:
+    """Whether prose and configuration chunks are no candidates for the query: a long question (every
+    long-question signal in full, UNDIVERSE_QUERY_TOKENS tokens or more) that is not about docs. An issue
+    report that pastes its template's headings matches the repository's issue templates, changelog and
+    translation catalogues better than its code; the prose penalty cannot lift code that never made the
+    candidate pool (bench/issues: two of 44 reports had none)."""
+    facts = _Query.of(query)
+    return facts.long_share == 1.0 and not facts.about_docs
+
+
 def mentioned_symbols(query: str) -> list[str]:
     """The code names a question mentions: the whole query if it is a symbol, else its code words."""
     stripped = query.strip()

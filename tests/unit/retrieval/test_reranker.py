@@ -17,6 +17,7 @@ from knowcode.retrieval.reranker import (
     is_symbol_query,
     rerank,
     score_signals,
+    wants_code_only,
 )
 
 NOW = 1_000_000_000.0
@@ -165,6 +166,13 @@ def test_coverage_rewards_the_chunk_holding_more_of_a_long_question() -> None:
         ("one", pytest.approx(3.0 ** (math.log(2) / total))), ("none", 1.0)]
     short = score_signals(SHORT, [none, one, both], replace(NEUTRAL, coverage=3.0), now=NOW)
     assert [s for _, s in short] == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    (LONG, True), (SHORT, False), (LONG + " docs", False), ("Engine.run", False),
+])
+def test_long_code_questions_want_code_only(query: str, expected: bool) -> None:
+    assert wants_code_only(query) is expected
 
 
 @pytest.mark.parametrize(("query", "kind", "expected"), [
