@@ -66,10 +66,11 @@ SHORT_QUERY_WORDS = 6
 # this rule 0.557 / 0.866 (7-11: 0.561 / 0.866, 6-10: 0.562 / 0.865, 9-12: 0.555 / 0.866).
 DIVERSE_QUERY_TOKENS = 8
 UNDIVERSE_QUERY_TOKENS = 12
-# Words that make a query about documentation, so prose files are not penalised for it; only in a
-# query of at most DOC_QUESTION_WORDS distinct tokens (questions of 12-40 words hold 10-21; the issue
-# reports of bench/issues a median of 76).
-DOC_QUESTION_WORDS = 24
+# The most distinct tokens a question holds; a longer query is a report (an issue, a traceback). The
+# span-level questions (12-40 words) hold 10-21 tokens, the issue reports of bench/issues a median of 76
+# (7 of 100 hold at most 24). A report mentions docs in passing and names no kind of code it wants.
+QUESTION_TOKENS = 24
+# Words that make a question (not a report) about documentation, so prose files are not penalised for it.
 _DOC_WORDS = frozenset(tokenize("doc docs documentation documented readme changelog guide tutorial"))
 _CALLABLE = frozenset({EntityKind.FUNCTION, EntityKind.METHOD})
 _REEXPORT_FILES = frozenset({"__init__.py", "index.js", "index.ts", "mod.rs"})
@@ -95,7 +96,7 @@ class RankingSignals:
     file_coherence: float = 1.05  # per further candidate from the same file (at most 4)
     file_diversity: float = 0.5  # per chunk of the same file ranked above, thinned in long queries
     coverage: float = 3.0  # long question: raised to the share of its words the chunk holds (see _coverage)
-    non_callable: float = 0.7  # long question: the chunk is not a function or method (a class, a module)
+    non_callable: float = 0.7  # long question, not a report: the chunk is no function or method
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,10 +162,15 @@ class _Query:
         return 0.0 if self.symbol_words is not None else 1.0 - self.diversity_share
 
     @property
+    def is_report(self) -> bool:
+        """Whether the query is a report rather than a question: more than QUESTION_TOKENS tokens."""
+        return len(self.words) > QUESTION_TOKENS
+
+    @property
     def about_docs(self) -> bool:
         """Whether the query asks about documentation: a question that names docs, not a long report
         that mentions them in passing (most issue reports do)."""
-        return bool(self.words & _DOC_WORDS) and len(self.words) <= DOC_QUESTION_WORDS
+        return bool(self.words & _DOC_WORDS) and not self.is_report
 
     @classmethod
     def of(cls, query: str) -> _Query:
@@ -293,7 +299,7 @@ def score_signals(query: str, candidates: Sequence[Candidate], signals: RankingS
     for candidate, share in zip(candidates, covered, strict=True):
         coherence = signals.file_coherence ** min(4, per_file[candidate.chunk.path] - 1)
         factor = _signal_factor(candidate, facts, signals, clock) * signals.coverage ** share
-        if candidate.entity.kind not in _CALLABLE:
+        if candidate.entity.kind not in _CALLABLE and not facts.is_report:
             factor *= signals.non_callable ** facts.long_share
         scored.append((candidate, candidate.score * coherence * factor))
     scored.sort(key=lambda pair: -pair[1])

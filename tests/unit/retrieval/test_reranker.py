@@ -10,6 +10,7 @@ import pytest
 from knowcode.models import Chunk, Entity, EntityKind
 from knowcode.retrieval.reranker import (
     DEFAULT_TOP_K_MULTIPLIER,
+    QUESTION_TOKENS,
     RECENT_SECONDS,
     SHORT_QUERY_WORDS,
     Candidate,
@@ -151,6 +152,7 @@ def test_file_diversity_fades_out_in_long_questions(question: str, damping: floa
 
 LONG = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu"  # 12 tokens: a long question
 SHORT = "alpha beta gamma"
+REPORT = LONG + " " + " ".join(f"word{n}" for n in range(QUESTION_TOKENS))  # more tokens than a question
 
 
 def test_coverage_rewards_the_chunk_holding_more_of_a_long_question() -> None:
@@ -178,6 +180,7 @@ def test_long_code_questions_want_code_only(query: str, expected: bool) -> None:
 @pytest.mark.parametrize(("query", "kind", "expected"), [
     (LONG, EntityKind.CLASS, 0.7), (LONG, EntityKind.MODULE, 0.7), (LONG, EntityKind.METHOD, 1.0),
     (LONG, EntityKind.FUNCTION, 1.0), (SHORT, EntityKind.CLASS, 1.0), ("Engine", EntityKind.CLASS, 1.0),
+    (REPORT, EntityKind.CLASS, 1.0),  # a report's fix may go into a class or a module just as well
 ])
 def test_long_questions_prefer_functions_and_methods(query: str, kind: EntityKind, expected: float) -> None:
     assert _factor(query, _candidate(kind=kind), non_callable=0.7) == pytest.approx(expected)
