@@ -29,28 +29,33 @@ def dedupe_by_best_rank(chunk_ids: Sequence[str]) -> list[str]:
 
 
 def reciprocal_rank_fusion(sparse_ids: Sequence[str], dense_ids: Sequence[str], *, alpha: float,
-                           known: Container[str], limit: int) -> list[FusedCandidate]:
+                           known: Container[str], limit: int,
+                           excluded: Container[str] = frozenset()) -> list[FusedCandidate]:
     """Fuse two ranked id lists exactly as the spec says.
 
     ``score += (1 - alpha) / (RRF_K + sparse_rank + 1)`` and ``score += alpha / (RRF_K + dense_rank + 1)``,
     ranks 0-based after de-duplication by best rank. A dense id missing from `known` (the chunk
-    repository) is skipped: it keeps its rank in its own leg but takes no result slot.
+    repository) is skipped: it keeps its rank in its own leg but takes no result slot; so is an id of
+    either leg in `excluded` (chunks the query rules out), so the others score as if it were there.
 
     :param sparse_ids: BM25 results, best first.
     :param dense_ids: vector results, best first.
     :param alpha: weight of the dense leg (spec default 0.2), passed explicitly.
     :param known: chunk ids that exist in the store.
     :param limit: how many fused candidates to return.
+    :param excluded: chunk ids that are not candidates for this query.
     :return: candidates by descending score (ties: better sparse rank, then id).
     """
     scores: dict[str, float] = {}
     sparse_rank: dict[str, int] = {}
     dense_rank: dict[str, int] = {}
     for rank, chunk_id in enumerate(dedupe_by_best_rank(sparse_ids)):
+        if chunk_id in excluded:
+            continue
         scores[chunk_id] = scores.get(chunk_id, 0.0) + (1 - alpha) / (RRF_K + rank + 1)
         sparse_rank[chunk_id] = rank
     for rank, chunk_id in enumerate(dedupe_by_best_rank(dense_ids)):
-        if chunk_id not in known:
+        if chunk_id not in known or chunk_id in excluded:
             continue
         scores[chunk_id] = scores.get(chunk_id, 0.0) + alpha / (RRF_K + rank + 1)
         dense_rank[chunk_id] = rank

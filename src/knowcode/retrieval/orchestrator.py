@@ -15,6 +15,7 @@ from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
+from knowcode.indexing.languages import is_document_language
 from knowcode.indexing.tokenizer import tokenize
 from knowcode.models import Chunk, Entity, HitSource, RetrievalMode, SearchHit
 from knowcode.retrieval.completeness import expand_dependencies, hit_for
@@ -27,7 +28,14 @@ from knowcode.retrieval.hybrid_index import (
     HybridIndex,
     reciprocal_rank_fusion,
 )
-from knowcode.retrieval.reranker import Candidate, CrossEncoder, RankingSignals, mentioned_symbols, rerank
+from knowcode.retrieval.reranker import (
+    Candidate,
+    CrossEncoder,
+    RankingSignals,
+    mentioned_symbols,
+    rerank,
+    wants_code_only,
+)
 from knowcode.retrieval.search_index import SearchIndex
 from knowcode.storage.store import Store
 
@@ -120,7 +128,8 @@ class RetrievalOrchestrator:
                 sparse_ids, dense_ids = self.hybrid.legs(query, wanted * CANDIDATE_FACTOR)
                 current = self._index_is_current()
                 known = set(dense_ids) if current else self.store.existing_chunk_ids(dense_ids)
-                fused = self._tiered_fusion(sparse_ids, dense_ids, known, wanted)
+                excluded = self._prose(query, sparse_ids + dense_ids)
+                fused = self._tiered_fusion(sparse_ids, dense_ids, known, wanted, excluded)
                 if dense_ids and not sparse_ids:
                     # The dense leg always has nearest neighbours, even for words that mean nothing here
                     # (gibberish reaches 0.70 cosine, real questions start at 0.43): say so, never guess.
@@ -135,18 +144,29 @@ class RetrievalOrchestrator:
                  for rank, cid in enumerate(sparse[:wanted])]
         return RetrievalMode.LEXICAL, fused, {"sparse": len(sparse)}
 
+    def _prose(self, query: str, chunk_ids: Sequence[str]) -> frozenset[str]:
+        """The prose and configuration chunks among the ids when the query wants code only (else none),
+        unless every id is one: then they are all there is."""
+        if not wants_code_only(query):
+            return frozenset()
+        languages = self.store.chunk_languages(chunk_ids)
+        prose = frozenset(cid for cid, language in languages.items() if is_document_language(language))
+        return prose if len(prose) < len(languages) else frozenset()
+
     def _tiered_fusion(self, sparse_ids: list[str], dense_ids: list[str], known: Container[str],
-                       wanted: int) -> list[FusedCandidate]:
+                       wanted: int, excluded: Container[str] = frozenset()) -> list[FusedCandidate]:
         """The first tier fused from the legs cut at its own depth (so a deeper request cannot reorder
-        it), then the rest of the fusion of the whole legs, up to `wanted` candidates."""
+        it), then the rest of the fusion of the whole legs, up to `wanted` candidates; `excluded` ids
+        are no candidates."""
         tier = FIRST_TIER_LIMIT * self.top_k_multiplier
         depth = tier * CANDIDATE_FACTOR
         first = reciprocal_rank_fusion(sparse_ids[:depth], dense_ids[:depth], alpha=self.alpha, known=known,
-                                       limit=tier)
+                                       limit=tier, excluded=excluded)
         if wanted <= tier:
             return first
         taken = {f.chunk_id for f in first}
-        rest = reciprocal_rank_fusion(sparse_ids, dense_ids, alpha=self.alpha, known=known, limit=wanted)
+        rest = reciprocal_rank_fusion(sparse_ids, dense_ids, alpha=self.alpha, known=known, limit=wanted,
+                                      excluded=excluded)
         return first + [f for f in rest if f.chunk_id not in taken][:wanted - len(first)]
 
     def _candidates(self, query: str, fused: Sequence[FusedCandidate], *, named: bool,

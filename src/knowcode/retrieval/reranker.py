@@ -9,6 +9,7 @@ diversity). Every factor is a field of :class:`RankingSignals`, so each can be s
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections import Counter
@@ -20,7 +21,7 @@ from typing import Protocol
 
 from knowcode.indexing.languages import is_document_language
 from knowcode.indexing.tokenizer import tokenize
-from knowcode.models import Chunk, Entity
+from knowcode.models import Chunk, Entity, EntityKind
 from knowcode.paths import same_file
 
 RECENT_SECONDS = 7 * 24 * 3600  # spec: Reranking — "modified < 7 days"
@@ -65,11 +66,13 @@ SHORT_QUERY_WORDS = 6
 # this rule 0.557 / 0.866 (7-11: 0.561 / 0.866, 6-10: 0.562 / 0.865, 9-12: 0.555 / 0.866).
 DIVERSE_QUERY_TOKENS = 8
 UNDIVERSE_QUERY_TOKENS = 12
-# Words that make a query about documentation, so prose files are not penalised for it; only in a
-# query of at most DOC_QUESTION_WORDS distinct tokens (questions of 12-40 words hold 10-21; the issue
-# reports of bench/issues a median of 76).
-DOC_QUESTION_WORDS = 24
+# The most distinct tokens a question holds; a longer query is a report (an issue, a traceback). The
+# span-level questions (12-40 words) hold 10-21 tokens, the issue reports of bench/issues a median of 76
+# (7 of 100 hold at most 24). A report mentions docs in passing and names no kind of code it wants.
+QUESTION_TOKENS = 24
+# Words that make a question (not a report) about documentation, so prose files are not penalised for it.
 _DOC_WORDS = frozenset(tokenize("doc docs documentation documented readme changelog guide tutorial"))
+_CALLABLE = frozenset({EntityKind.FUNCTION, EntityKind.METHOD})
 _REEXPORT_FILES = frozenset({"__init__.py", "index.js", "index.ts", "mod.rs"})
 
 
@@ -92,6 +95,8 @@ class RankingSignals:
     reexport_penalty: float = 0.6  # module-level chunk of an __init__.py / index.ts re-export file
     file_coherence: float = 1.05  # per further candidate from the same file (at most 4)
     file_diversity: float = 0.5  # per chunk of the same file ranked above, thinned in long queries
+    coverage: float = 3.0  # long question: raised to the share of its words the chunk holds (see _coverage)
+    non_callable: float = 0.7  # long question, not a report: the chunk is no function or method
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +120,16 @@ class CrossEncoder(Protocol):
 def is_symbol_query(query: str) -> bool:
     """A bare or dotted identifier (``Flask``, ``app.run``, ``Foo::bar``, ``run()``)."""
     return bool(_SYMBOL_QUERY.match(query.strip()))
+
+
+def wants_code_only(query: str) -> bool:
+    """Whether prose and configuration chunks are no candidates for the query: a long question (every
+    long-question signal in full, UNDIVERSE_QUERY_TOKENS tokens or more) that is not about docs. An issue
+    report that pastes its template's headings matches the repository's issue templates, changelog and
+    translation catalogues better than its code; the prose penalty cannot lift code that never made the
+    candidate pool (bench/issues: two of 44 reports had none)."""
+    facts = _Query.of(query)
+    return facts.long_share == 1.0 and not facts.about_docs
 
 
 def mentioned_symbols(query: str) -> list[str]:
@@ -141,10 +156,21 @@ class _Query:
     diversity_share: float  # how strongly further chunks of a ranked file are damped: less in long queries
 
     @property
+    def long_share(self) -> float:
+        """How much the query is a long, specific question (0 for short ones): the complement of its
+        file diversity, so that the signals of long questions fade in where diversity fades out."""
+        return 0.0 if self.symbol_words is not None else 1.0 - self.diversity_share
+
+    @property
+    def is_report(self) -> bool:
+        """Whether the query is a report rather than a question: more than QUESTION_TOKENS tokens."""
+        return len(self.words) > QUESTION_TOKENS
+
+    @property
     def about_docs(self) -> bool:
         """Whether the query asks about documentation: a question that names docs, not a long report
         that mentions them in passing (most issue reports do)."""
-        return bool(self.words & _DOC_WORDS) and len(self.words) <= DOC_QUESTION_WORDS
+        return bool(self.words & _DOC_WORDS) and not self.is_report
 
     @classmethod
     def of(cls, query: str) -> _Query:
@@ -169,6 +195,24 @@ def _diversity_share(tokens: int) -> float:
     """How strongly file diversity applies to a query of this many distinct tokens (1 full, 0 none)."""
     fade = (UNDIVERSE_QUERY_TOKENS - tokens) / (UNDIVERSE_QUERY_TOKENS - DIVERSE_QUERY_TOKENS)
     return min(1.0, max(0.0, fade))
+
+
+def _coverage(candidates: Sequence[Candidate], query: _Query) -> list[float]:
+    """Per candidate, the share of a long question's word weight its tokens hold, times the query's
+    long share (so 0 for short queries and symbols).
+
+    A word weighs its rarity among the candidates, ``ln(1 + n / (1 + df))``: a word every candidate
+    holds tells none apart. BM25 already sums its words' weights, but saturated per word and damped by
+    length; this is the coordination of the classic vector-space scoring, which rewards a chunk for
+    answering more of the question's parts.
+    """
+    if not query.long_share or not candidates:
+        return [0.0] * len(candidates)
+    held = [query.words.intersection(c.chunk.tokens.split()) for c in candidates]
+    frequency = Counter(word for words in held for word in words)
+    weight = {word: math.log(1 + len(candidates) / (1 + frequency[word])) for word in query.words}
+    total = sum(weight.values())
+    return [query.long_share * sum(weight[word] for word in words) / total for words in held]
 
 
 def _phrases(query: str) -> tuple[tuple[str, ...], ...]:
@@ -250,10 +294,13 @@ def score_signals(query: str, candidates: Sequence[Candidate], signals: RankingS
     clock = time.time() if now is None else now
     facts = _Query.of(query)
     per_file = Counter(c.chunk.path for c in candidates)
+    covered = _coverage(candidates, facts)
     scored = []
-    for candidate in candidates:
+    for candidate, share in zip(candidates, covered, strict=True):
         coherence = signals.file_coherence ** min(4, per_file[candidate.chunk.path] - 1)
-        factor = _signal_factor(candidate, facts, signals, clock)
+        factor = _signal_factor(candidate, facts, signals, clock) * signals.coverage ** share
+        if candidate.entity.kind not in _CALLABLE and not facts.is_report:
+            factor *= signals.non_callable ** facts.long_share
         scored.append((candidate, candidate.score * coherence * factor))
     scored.sort(key=lambda pair: -pair[1])
     seen: Counter[str] = Counter()

@@ -274,6 +274,11 @@ class Store:
         rows = self._select_in(sql, ids, tuple)
         return {row[0]: (Chunk(*row[:width]), _entity(row[width:-1]), row[-1]) for row in rows}
 
+    def chunk_languages(self, ids: Iterable[str]) -> dict[str, str]:
+        """The language of each given chunk's entity (ids not in the store are left out)."""
+        sql = "SELECT c.id, e.language FROM chunks c JOIN entities e ON e.id = c.entity_id WHERE c.id IN"
+        return dict(self._select_in(sql, ids, lambda row: (str(row[0]), str(row[1]))))
+
     def existing_chunk_ids(self, ids: Iterable[str]) -> set[str]:
         """The given chunk ids that exist in the store."""
         return set(self._select_in("SELECT id FROM chunks WHERE id IN", ids, lambda row: str(row[0])))

@@ -46,6 +46,12 @@ def test_unresolvable_dense_id_is_skipped_without_taking_a_slot() -> None:
     assert fused[0].score == pytest.approx(0.2 / 62)  # ranks stay those of the dense leg
 
 
+def test_excluded_ids_leave_both_legs_and_the_others_keep_their_ranks() -> None:
+    fused = reciprocal_rank_fusion(["doc", "a", "b"], ["doc", "b"], alpha=0.2, known={"doc", "b"}, limit=3,
+                                   excluded={"doc"})
+    assert {f.chunk_id: f.score for f in fused} == pytest.approx({"a": 0.8 / 62, "b": 0.8 / 63 + 0.2 / 62})
+
+
 def test_limit_and_ties() -> None:
     fused = reciprocal_rank_fusion(["a", "b", "c"], [], alpha=0.2, known=set(), limit=2)
     assert [f.chunk_id for f in fused] == ["a", "b"]

@@ -390,6 +390,39 @@ def test_the_first_hits_of_a_larger_limit_are_the_smaller_answer(many_kc: KnowCo
         assert [h.chunk_id for h in hits] == [h.chunk_id for h in answers[50][:limit]]
 
 
+# The words of a long bug report that its repository's issue template and changelog hold too.
+PROSE_REPO = {
+    "CHANGES.md": "".join(f"* Fixed: retry the upload when the server drops the connection ({i})\n"
+                          for i in range(40)),
+    ".github/bug_report.md": "Describe the bug. Steps to reproduce. Expected behaviour. Upload server "
+                             "connection retry.\n",
+    "upload.py": "def send_chunk(connection, data):\n    return connection.write(data)\n",
+}
+LONG_REPORT = ("Describe the bug: the upload stops when the server drops the connection; steps to reproduce: "
+               "start an upload, kill the server; expected behaviour: retry the upload")
+
+
+@pytest.fixture(scope="module")
+def prose_kc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowCode]:
+    yield from _indexed(tmp_path_factory, "prose", PROSE_REPO)
+
+
+@pytest.mark.parametrize(("query", "code_only"), [
+    (LONG_REPORT, True),  # a long code question: prose is no candidate
+    (LONG_REPORT + " (see the docs)", False),  # about docs: prose stays
+    ("upload retry connection", False),  # short: prose stays, only penalised
+])
+def test_long_code_questions_leave_prose_out(prose_kc: KnowCode, query: str, code_only: bool) -> None:
+    paths = {hit.path for hit in prose_kc.search(query, limit=10)}
+    assert "upload.py" in paths
+    assert (paths == {"upload.py"}) is code_only
+
+
+def test_a_long_question_with_only_prose_to_answer_keeps_it(tmp_path_factory: pytest.TempPathFactory) -> None:
+    for kc in _indexed(tmp_path_factory, "prose-only", {"CHANGES.md": PROSE_REPO["CHANGES.md"]}):
+        assert {hit.path for hit in kc.search(LONG_REPORT, limit=3)} == {"CHANGES.md"}
+
+
 def test_a_packed_chunk_is_answered_by_the_member_that_matches(many_kc: KnowCode) -> None:
     [hit] = many_kc.search("save config data", limit=1)
     assert (hit.path, hit.qualified_name) == ("helpers.py", "helpers.save_config")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from knowcode.models import Chunk, Entity, EntityKind
 from knowcode.retrieval.reranker import (
     DEFAULT_TOP_K_MULTIPLIER,
+    QUESTION_TOKENS,
     RECENT_SECONDS,
     SHORT_QUERY_WORDS,
     Candidate,
@@ -16,6 +18,7 @@ from knowcode.retrieval.reranker import (
     is_symbol_query,
     rerank,
     score_signals,
+    wants_code_only,
 )
 
 NOW = 1_000_000_000.0
@@ -26,10 +29,10 @@ NEUTRAL = RankingSignals(**{name: 1.0 for name in RankingSignals.__dataclass_fie
 def _candidate(path: str = "src/pkg/engine.py", name: str = "run", kind: EntityKind = EntityKind.FUNCTION,
                text: str = "def run():\n    pass", docstring: str = "", mtime: float = OLD,
                score: float = 1.0, parent: str | None = "m", qualified: str = "",
-               language: str = "python") -> Candidate:
+               language: str = "python", tokens: str = "") -> Candidate:
     entity = Entity(f"{path}:{name}", path, kind, name, qualified or f"pkg.{name}", parent, 1, 2, "",
                     docstring, language)
-    chunk = Chunk(f"c:{path}:{name}", path, entity.id, 1, 2, text, text)
+    chunk = Chunk(f"c:{path}:{name}", path, entity.id, 1, 2, text, text, tokens)
     return Candidate(chunk, entity, score, mtime)
 
 
@@ -145,6 +148,42 @@ def test_file_diversity_fades_out_in_long_questions(question: str, damping: floa
     first, second = _candidate(name="a", score=1.0), _candidate(name="b", score=0.9)
     ranked = score_signals(question, [first, second], replace(NEUTRAL, file_diversity=0.5), now=NOW)
     assert [s for _, s in ranked] == pytest.approx([1.0, 0.9 * 0.5 ** damping])
+
+
+LONG = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu"  # 12 tokens: a long question
+SHORT = "alpha beta gamma"
+REPORT = LONG + " " + " ".join(f"word{n}" for n in range(QUESTION_TOKENS))  # more tokens than a question
+
+
+def test_coverage_rewards_the_chunk_holding_more_of_a_long_question() -> None:
+    # Two candidates hold "alpha" (weight ln(1 + 3/3)), one also "beta" (ln(1 + 3/2)); "gamma" ... "mu"
+    # are held by none (ln(1 + 3/1) each): the total is ln 2 + ln 2.5 + 10 ln 4.
+    both = _candidate(name="both", score=1.0, tokens="alpha beta other")
+    one = _candidate(path="x.py", name="one", score=1.0, tokens="alpha other")
+    none = _candidate(path="y.py", name="none", score=1.0, tokens="other")
+    total = math.log(2) + math.log(2.5) + 10 * math.log(4)
+    ranked = score_signals(LONG, [none, one, both], replace(NEUTRAL, coverage=3.0), now=NOW)
+    assert [(c.entity.name, s) for c, s in ranked] == [
+        ("both", pytest.approx(3.0 ** ((math.log(2) + math.log(2.5)) / total))),
+        ("one", pytest.approx(3.0 ** (math.log(2) / total))), ("none", 1.0)]
+    short = score_signals(SHORT, [none, one, both], replace(NEUTRAL, coverage=3.0), now=NOW)
+    assert [s for _, s in short] == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    (LONG, True), (SHORT, False), (LONG + " docs", False), ("Engine.run", False),
+])
+def test_long_code_questions_want_code_only(query: str, expected: bool) -> None:
+    assert wants_code_only(query) is expected
+
+
+@pytest.mark.parametrize(("query", "kind", "expected"), [
+    (LONG, EntityKind.CLASS, 0.7), (LONG, EntityKind.MODULE, 0.7), (LONG, EntityKind.METHOD, 1.0),
+    (LONG, EntityKind.FUNCTION, 1.0), (SHORT, EntityKind.CLASS, 1.0), ("Engine", EntityKind.CLASS, 1.0),
+    (REPORT, EntityKind.CLASS, 1.0),  # a report's fix may go into a class or a module just as well
+])
+def test_long_questions_prefer_functions_and_methods(query: str, kind: EntityKind, expected: float) -> None:
+    assert _factor(query, _candidate(kind=kind), non_callable=0.7) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(("query", "expected"), [

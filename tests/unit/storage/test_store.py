@@ -110,6 +110,17 @@ def test_callers_children_and_file_records_of_given_ids(tmp_path: Path) -> None:
     store.close()
 
 
+def test_chunk_languages_are_their_entities(tmp_path: Path) -> None:
+    notes = FileRecord("notes.md", "markdown", "hash", 10, 1.0, 2)
+    section = Entity("s", "notes.md", EntityKind.MODULE, "notes", "notes", None, 1, 2, "", "", "markdown")
+    chunks = [Chunk("c1", "a.py", "m", 1, 2, "x", "x"), Chunk("c2", "notes.md", "s", 1, 2, "y", "y")]
+    store = Store.open(tmp_path)
+    with store.transaction():
+        store.insert([RECORD, notes], [MODULE, section], chunks)
+    assert store.chunk_languages(["c1", "c2", "gone"]) == {"c1": "python", "c2": "markdown"}
+    store.close()
+
+
 def test_rows_round_trip_through_the_tables(tmp_path: Path) -> None:
     chunk = Chunk("c", "a.py", "m", 1, 2, "text", "a.py\na\ntext", "text")
     call = Relationship("m", RelationKind.CALLS, "pkg.helper", None, "a.py", 2)
