@@ -69,7 +69,7 @@ def gather_facts(store: Store, hits: Sequence[SearchHit], *, max_callers: int, m
     callers = store.caller_names(ids, max_callers)
     callees = store.callee_names(ids, max_callees)
     children = store.first_children(ids, max_children)
-    owners = {e.id: e for e in store.entities_by_id(ids)}
+    owners = {e.id: e for e in store.entities_by_id(ids, brief=True)}  # spans and language only
     nothing: tuple[list[str], int] = ([], 0)
     no_members: tuple[list[Entity], int] = ([], 0)
     facts = []
