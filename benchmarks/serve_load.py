@@ -13,7 +13,8 @@ seconds the server's processes spent per request. Writes benchmarks/results/serv
 goes to 127.0.0.1 only; every run is bounded in time.
 
     python benchmarks/serve_load.py [--corpus DIR --store DIR] [--chunks 20000] [--levels 1,2,4,8,16]
-        [--workers 1,2] [--baseline-src ../main/src] [--seconds 10] [--rounds 2]
+        [--workers 1,2] [--baseline-src ../main/src [--baseline-python ../main/.venv/bin/python]]
+        [--seconds 10] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -114,6 +115,7 @@ class ServerSetup:
     label: str
     src: Path | None
     workers: int
+    python: str = sys.executable  # the interpreter (a baseline checkout's own venv has its own packages)
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -186,7 +188,7 @@ def _serve(setup: ServerSetup, root: Path, store: Path, levels: list[int],
     env = {k: v for k, v in os.environ.items() if k != "KNOWCODE_API_TOKEN"}
     if setup.src is not None:
         env["PYTHONPATH"] = str(setup.src)
-    command = [sys.executable, "-m", "knowcode", "serve", "--repo", str(root), "--store", str(store),
+    command = [setup.python, "-m", "knowcode", "serve", "--repo", str(root), "--store", str(store),
                "--host", HOST, "--port", str(port)]
     if setup.workers > 1:
         command += ["--workers", str(setup.workers)]
@@ -236,6 +238,8 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2", help="worker processes of this checkout, comma-separated")
     parser.add_argument("--baseline-src", type=Path,
                         help="another checkout's src folder, served as a baseline (1 process)")
+    parser.add_argument("--baseline-python", default=sys.executable,
+                        help="the baseline's interpreter, e.g. its .venv/bin/python (default: this one)")
     parser.add_argument("--seconds", type=float, default=10.0, help="per level")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--out", type=Path, default=RESULTS / "serve_load.json")
@@ -246,7 +250,7 @@ def main() -> None:
               for n in args.workers.split(",")]
     if args.baseline_src is not None:
         setups.insert(0, ServerSetup(f"baseline ({args.baseline_src}), 1 process",
-                                     args.baseline_src.resolve(), 1))
+                                     args.baseline_src.resolve(), 1, args.baseline_python))
     rounds = min(max(args.rounds, 1), MAX_ROUNDS)
     with tempfile.TemporaryDirectory() as tmp:
         root = args.corpus.resolve() if args.corpus else _corpus(Path(tmp) / "corpus", args.chunks)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from knowcode.analysis.entity_facts import gather_facts
 from knowcode.analysis.packing import TaskTemplate, pack
-from knowcode.analysis.sections import Section
+from knowcode.analysis.sections import MAX_CALLEES, MAX_CALLERS, MAX_CHILDREN, Section
 from knowcode.analysis.signals import (
     changed_since_index,
     leg_agreement,
@@ -131,7 +131,8 @@ def synthesize(result: RetrievalResult, store: Store, root: Path, *, max_tokens:
     :return: the bundle.
     """
     hits = (*result.hits, *result.dependencies)
-    facts = gather_facts(store, hits)
+    facts = gather_facts(store, hits, max_callers=MAX_CALLERS, max_callees=MAX_CALLEES,
+                         max_children=MAX_CHILDREN)
     template = TASK_TEMPLATES[task_type]
     with_source = include_source(ResponseKind.CONTEXT, task_type, verbosity)
     packed = pack(facts, template, include_source=with_source, max_tokens=max_tokens,

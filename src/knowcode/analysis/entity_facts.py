@@ -14,7 +14,8 @@ from knowcode.storage.store import Store
 
 @dataclass(frozen=True, slots=True)
 class EntityFacts:
-    """A hit with the names around it; lists are complete here and capped when rendered."""
+    """A hit with the names around it: each list holds at least the items a bundle shows (it may be
+    cut there), and its count says how many there are in all."""
 
     hit: SearchHit
     language: str
@@ -26,6 +27,9 @@ class EntityFacts:
     callers: tuple[str, ...]  # qualified names of resolved callers, by path and line
     callees: tuple[str, ...]  # qualified names of resolved callees, in call order
     children: tuple[str, ...]  # one line per direct member: its signature, or its kind and name
+    caller_count: int  # distinct caller names in all (the list may hold only the first)
+    callee_count: int  # distinct callee names in all
+    child_count: int  # direct members in all
 
     @property
     def is_dependency(self) -> bool:
@@ -49,38 +53,35 @@ def _trimmed(hit: SearchHit, start: int, end: int) -> tuple[str, int, int]:
     return "\n".join(lines[first - hit.start_line:last - hit.start_line + 1]), first, last
 
 
-def gather_facts(store: Store, hits: Sequence[SearchHit]) -> list[EntityFacts]:
-    """Callers, callees and members of each hit's entity, read from the store.
+def gather_facts(store: Store, hits: Sequence[SearchHit], *, max_callers: int, max_callees: int,
+                 max_children: int) -> list[EntityFacts]:
+    """Callers, callees and members of each hit's entity, read from the store: the first of each list
+    (as many as a bundle shows) and their totals, counted by the store rather than read in full.
 
     :param store: the open store.
     :param hits: ranked hits, then dependency hits.
+    :param max_callers: caller names kept per entity (the rendered cap).
+    :param max_callees: callee names kept per entity.
+    :param max_children: members kept per entity.
     :return: one EntityFacts per hit, in the same order.
     """
     ids = [hit.entity_id for hit in hits]
-    callers: dict[str, list[str]] = {}
-    for callee, caller in store.callers(ids):
-        callers.setdefault(callee, []).append(caller)
-    callees: dict[str, list[str]] = {}
-    for caller, callee in store.callees(ids):
-        callees.setdefault(caller, []).append(callee)
-    children: dict[str, list[Entity]] = {}
-    for child in store.children(ids):
-        if child.parent_id is not None:
-            children.setdefault(child.parent_id, []).append(child)
-    related = {i for group in (*callers.values(), *callees.values()) for i in group} | set(ids)
-    entities = {e.id: e for e in store.entities_by_id(related)}
-
-    def names(found: list[str]) -> tuple[str, ...]:
-        known = [entities[i].qualified_name for i in found if i in entities]
-        return tuple(dict.fromkeys(known))  # a function called twice is listed once
-
+    callers = store.caller_names(ids, max_callers)
+    callees = store.callee_names(ids, max_callees)
+    children = store.first_children(ids, max_children)
+    owners = {e.id: e for e in store.entities_by_id(ids, brief=True)}  # spans and language only
+    nothing: tuple[list[str], int] = ([], 0)
+    no_members: tuple[list[Entity], int] = ([], 0)
     facts = []
     for hit in hits:
-        owner = entities.get(hit.entity_id)
+        owner = owners.get(hit.entity_id)
         start, end = (owner.start_line, owner.end_line) if owner else (hit.start_line, hit.end_line)
         source, source_start, source_end = _trimmed(hit, start, end)
+        caller_names, caller_count = callers.get(hit.entity_id, nothing)
+        callee_names, callee_count = callees.get(hit.entity_id, nothing)
+        members, member_count = children.get(hit.entity_id, no_members)
         facts.append(EntityFacts(
             hit, owner.language if owner else "", start, end, source, source_start, source_end,
-            names(callers.get(hit.entity_id, [])), names(callees.get(hit.entity_id, [])),
-            tuple(_member_line(c) for c in children.get(hit.entity_id, []))))
+            tuple(caller_names), tuple(callee_names), tuple(_member_line(c) for c in members),
+            caller_count, callee_count, member_count))
     return facts

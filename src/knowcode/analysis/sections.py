@@ -56,6 +56,14 @@ def _items(section: Section, facts: EntityFacts) -> tuple[str, ...]:
     return facts.children
 
 
+def _count(section: Section, facts: EntityFacts) -> int:
+    if section is Section.CALLERS:
+        return facts.caller_count
+    if section is Section.CALLEES:
+        return facts.callee_count
+    return facts.child_count
+
+
 def source_lines(facts: EntityFacts) -> list[str]:
     """The entity's retrieved code, line by line."""
     return facts.source.splitlines()
@@ -95,9 +103,10 @@ def _listing(section: Section, facts: EntityFacts, limit: int) -> str:
     shown = items[:min(limit, LIST_CAPS[section])]
     if not shown:
         return ""
-    more = f" (+{len(items) - len(shown)} more)" if len(items) > len(shown) else ""
+    total = _count(section, facts)
+    more = f" (+{total - len(shown)} more)" if total > len(shown) else ""
     if section is Section.CHILDREN:
-        lines = [f"**Members ({len(items)}):**", *(f"- `{item}`" for item in shown)]
+        lines = [f"**Members ({total}):**", *(f"- `{item}`" for item in shown)]
         return "\n".join(lines) + (f"\n- …{more}" if more else "")
     title = "Called by" if section is Section.CALLERS else "Calls"
     return f"**{title}:** " + ", ".join(f"`{name}`" for name in shown) + more
@@ -107,7 +116,7 @@ def _summary(facts: EntityFacts) -> str:
     hit = facts.hit
     length = facts.entity_end - facts.entity_start + 1
     return (f"**Summary:** {hit.kind} `{hit.qualified_name}`, {length} line(s); members: "
-            f"{len(facts.children)}; calls: {len(facts.callees)}; called by: {len(facts.callers)}.")
+            f"{facts.child_count}; calls: {facts.callee_count}; called by: {facts.caller_count}.")
 
 
 def render(section: Section, facts: EntityFacts, limit: int | None = None) -> str:

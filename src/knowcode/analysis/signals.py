@@ -11,11 +11,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from knowcode.analysis.token_counter import TokenCounter
-from knowcode.models import HitSource, RetrievalMode, SearchHit
+from knowcode.models import FileRecord, HitSource, RetrievalMode, SearchHit
 from knowcode.storage.store import Store
 
 _FILE_TOKENS_CACHE_SIZE = 4096  # whole-file token counts kept per (encoding, path, content hash)
@@ -43,11 +43,22 @@ def leg_agreement(hits: Sequence[SearchHit], mode: RetrievalMode) -> float | Non
 
 def changed_since_index(store: Store, root: Path, paths: Iterable[str]) -> tuple[str, ...]:
     """The given indexed files whose size or mtime on disk differ from the index, or that are gone."""
-    records = store.file_records_in(paths)
+    return changed_files(root, store.file_records_in(paths))
+
+
+def changed_files(root: Path, records: Mapping[str, FileRecord]) -> tuple[str, ...]:
+    """The recorded files whose size or mtime on disk differ from their records, or that are gone, by path.
+
+    :param root: the repository root the records' paths are relative to.
+    :param records: indexed file records by path (e.g. :meth:`Store.file_records`).
+    :return: the changed paths.
+    """
+    base = os.fspath(root)  # joined as strings: a Path per file cost more than its stat
     changed = []
-    for path, record in sorted(records.items()):
+    for path in sorted(records):
+        record = records[path]
         try:
-            stat = os.stat(root / path)
+            stat = os.stat(os.path.join(base, path))
         except OSError:
             changed.append(path)
             continue

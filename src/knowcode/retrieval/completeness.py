@@ -47,7 +47,7 @@ def expand_dependencies(store: Store, hits: Sequence[SearchHit]) -> list[SearchH
     callee_ids = list(dict.fromkeys(callee_ids))[:MAX_DEPENDENCIES]
     entities = {e.id: e for e in store.entities_by_id(callee_ids)}
     chunks: dict[str, list[Chunk]] = {}
-    for chunk in store.chunks_of_entities(callee_ids):
+    for chunk in store.chunks_of_entities(entities.values()):
         chunks.setdefault(chunk.entity_id, []).append(chunk)
     found = []
     for callee in callee_ids:

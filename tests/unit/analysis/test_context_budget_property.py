@@ -35,8 +35,12 @@ def entity_facts(draw: st.DrawFn) -> EntityFacts:
     dependency = draw(st.booleans())
     hit = SearchHit("p/m.py", 1, max(1, len(lines)), 0.0 if dependency else 1.0, name, name, name, "function",
                     "dependency" if dependency else "sparse", name, source, draw(TEXT), draw(TEXT))
+    callers, callees, children = (tuple(draw(NAMES)) for _ in range(3))
+    # a list may be cut where a bundle stops showing it: totals up to thousands beyond it
+    more = st.integers(0, 5000)
     return EntityFacts(hit, "python", 1, max(1, len(lines)), source, 1, max(1, len(lines)),
-                       tuple(draw(NAMES)), tuple(draw(NAMES)), tuple(draw(NAMES)))
+                       callers, callees, children, len(callers) + draw(more), len(callees) + draw(more),
+                       len(children) + draw(more))
 
 
 @settings(max_examples=150, deadline=None)

@@ -70,7 +70,7 @@ def facts(name: str, *, lines: int = 0, signature: str = "", docstring: str = ""
     return EntityFacts(hit, "python", 1, max(lines, 1), source, 1, max(lines, 1),
                        tuple(f"caller{i}" for i in range(callers)),
                        tuple(f"callee{i}" for i in range(callees)),
-                       tuple(f"def member{i}()" for i in range(children)))
+                       tuple(f"def member{i}()" for i in range(children)), callers, callees, children)
 
 
 def packed_text(entities: list[EntityFacts], template: TaskTemplate, max_tokens: int,

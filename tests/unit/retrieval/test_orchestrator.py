@@ -335,7 +335,7 @@ def test_large_entity_has_several_chunks(dedup_kc: KnowCode) -> None:
     store = dedup_kc.open_store()
     try:
         [crunch] = [e for e in store.entities_named_like("crunch", 5) if e.qualified_name == "crunch.crunch"]
-        assert len(store.chunks_of_entities([crunch.id])) >= 3
+        assert len(store.chunks_of_entities([crunch])) >= 3
     finally:
         store.close()
 
