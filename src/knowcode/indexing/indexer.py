@@ -152,8 +152,11 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
         old_names = store.entity_names_by_file([*gone, *(f.path for f in to_parse if f.path in old)])
         names = {name for path in gone for name in old_names.get(path, ())}
         store.delete_files([*stale, *gone])
-        if not old:  # nothing kept: the relationships indexes are built once, after resolution
-            deferred.enter_context(store.indexes_deferred("relationships"))
+        loading = ExitStack()
+        if not old:  # nothing kept: each index is built once over the loaded rows, not row by row
+            deferred.enter_context(store.indexes_deferred("relationships"))  # after resolution
+            for table in ("entities", "chunks"):  # before it: resolution looks entities up by name
+                loading.enter_context(store.indexes_deferred(table))
         references = _NewReferences()
         for outcome in _parse_all(root, to_parse, workers, progress):
             path = outcome.path
@@ -171,6 +174,7 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
             if content_changed or path in renamed_modules:  # new ids: what referred to them re-resolves
                 names.update(old_names.get(path, ()))
                 names.update(row[3] for row in outcome.entities)
+        loading.close()
         replaced = {*gone, *(f.path for f in to_parse)}
         if replaced:
             progress(Phase.RESOLVE, 0, None)
