@@ -159,7 +159,9 @@ class AppConfig:
     """Settings of one KnowCode instance; unknown keys in a config file are an error."""
 
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # scanner: larger files are skipped
-    parse_workers: int = 0  # processes that parse files; 0 means one per CPU core
+    # processes that parse files; 0: one per CPU core once a run's files reach indexer.PARALLEL_MIN_BYTES,
+    # else none (the indexing process parses them itself)
+    parse_workers: int = 0
     # how long an indexing run waits for another run on the same store to finish before it gives up
     index_lock_timeout_seconds: float = DEFAULT_LOCK_TIMEOUT_SECONDS
     hybrid_alpha: float = DEFAULT_HYBRID_ALPHA  # spec: Hybrid fusion — weight of the dense leg

@@ -242,9 +242,11 @@ def test_stdout_carries_nothing_but_json_rpc(repo: Path, tmp_path: Path) -> None
     The repository is large enough for the indexer to start its parser worker processes, which
     inherit the server's standard streams.
     """
-    write_tree(repo, {f"gen/module_{i}.py": f"def generated_{i}():\n    return {i}\n"
-                      for i in range(PARALLEL_MIN_FILES)})
-    total_files = len(SAMPLE_REPO) + PARALLEL_MIN_FILES
+    # workers set explicitly: these files are far below indexer.PARALLEL_MIN_BYTES
+    write_tree(repo, {"knowcode.toml": "parse_workers = 2\n",
+                      **{f"gen/module_{i}.py": f"def generated_{i}():\n    return {i}\n"
+                         for i in range(PARALLEL_MIN_FILES)}})
+    total_files = len(SAMPLE_REPO) + PARALLEL_MIN_FILES + 1
     env = {**os.environ, **server_env(tmp_path)}
     process = subprocess.Popen(server_command(repo, store=tmp_path / "store"), stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)

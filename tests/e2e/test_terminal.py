@@ -43,9 +43,11 @@ REPO = {
     "web/view.js": "export function render(cart) {\n  return String(cart.total([]));\n}\n",
     "README.md": "# Shop\n\nPrices, taxes and carts.\n",
 }
-# Enough files for the parser workers to start (indexer.PARALLEL_MIN_FILES), for the interrupt tests.
-MANY_FILES = {f"pkg/module_{i:03}.py": f"def function_{i}(value):\n    return value + {i}\n"
-              for i in range(80)}
+# Enough files for the parser workers to start (indexer.PARALLEL_MIN_FILES; workers set explicitly,
+# since these files are far below PARALLEL_MIN_BYTES), for the interrupt tests.
+MANY_FILES = {"knowcode.toml": "parse_workers = 2\n",
+              **{f"pkg/module_{i:03}.py": f"def function_{i}(value):\n    return value + {i}\n"
+                 for i in range(80)}}
 # Runs the real CLI with the store holding still after the first parsed file, so that a signal
 # arrives mid-index, inside the transaction, with the parser workers busy.
 HOLD_MID_INDEX = """

@@ -35,6 +35,11 @@ from knowcode.storage.store import RelationshipRow, Store
 logger = logging.getLogger(__name__)
 
 PARALLEL_MIN_FILES = 64  # below this, starting worker processes costs more than it saves
+# With the worker count left automatic, files totalling less than this are parsed in this process: a
+# pool costs 0.55-0.95 s of wall before its first result (the forkserver's imports, each worker's
+# grammar and query set-up) and serial parsing runs at 1.1-2.5 MB/s of CPU, so two workers only win
+# past 2 x rate x start-up = 2.1-3.1 MB (measured on aiohttp, click, trpc and zod, 2 cores, load 9).
+PARALLEL_MIN_BYTES = 2 * 1024 * 1024
 PARSE_CHUNKSIZE = 4  # files per task sent to a worker: amortises pickling, keeps the cores evenly busy
 
 # What a run extracts from a file (entities, chunks, tokens): bump PARSER_OUTPUT_VERSION whenever a
@@ -67,13 +72,24 @@ class IndexReport:
     seconds: float = 0.0
 
 
+def _parallel(files: Sequence[ScannedFile], workers: int) -> bool:
+    """Whether to parse in worker processes: `workers` > 1 set explicitly, or left automatic (0) and
+    the files large enough to repay the pool's start-up; either way, enough files to share out."""
+    if len(files) < PARALLEL_MIN_FILES:
+        return False
+    if workers == 0:
+        return _usable_cpus() > 1 and sum(f.size for f in files) >= PARALLEL_MIN_BYTES
+    return workers > 1
+
+
 def _parse_all(root: Path, files: list[ScannedFile], workers: int,
                progress: ProgressCallback) -> Iterator[ParsedFile | FileFailure]:
     task = partial(parse_file, root)
     done = 0
     if files:
         progress(Phase.PARSE, 0, len(files))
-    if workers > 1 and len(files) >= PARALLEL_MIN_FILES:
+    if _parallel(files, workers):
+        workers = workers or _usable_cpus()
         from concurrent.futures.process import BrokenProcessPool  # multiprocessing: only to start workers
 
         from knowcode.indexing.workers import worker_pool
@@ -111,7 +127,8 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
     :param root: the repository root.
     :param store: the open store to update.
     :param max_file_bytes: larger files are skipped.
-    :param workers: parser processes; 0 means one per core.
+    :param workers: parser processes; 0 means one per core once the files to parse reach
+        PARALLEL_MIN_BYTES, else this process alone.
     :param progress: told of the scan, each parsed file and the linking of references.
     :return: what changed.
     """
@@ -135,10 +152,13 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
         old_names = store.entity_names_by_file([*gone, *(f.path for f in to_parse if f.path in old)])
         names = {name for path in gone for name in old_names.get(path, ())}
         store.delete_files([*stale, *gone])
-        if not old:  # nothing kept: the relationships indexes are built once, after resolution
-            deferred.enter_context(store.indexes_deferred("relationships"))
+        loading = ExitStack()
+        if not old:  # nothing kept: each index is built once over the loaded rows, not row by row
+            deferred.enter_context(store.indexes_deferred("relationships"))  # after resolution
+            for table in ("entities", "chunks"):  # before it: resolution looks entities up by name
+                loading.enter_context(store.indexes_deferred(table))
         references = _NewReferences()
-        for outcome in _parse_all(root, to_parse, workers or _usable_cpus(), progress):
+        for outcome in _parse_all(root, to_parse, workers, progress):
             path = outcome.path
             if path in old:
                 store.delete_files([path])
@@ -154,6 +174,7 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
             if content_changed or path in renamed_modules:  # new ids: what referred to them re-resolves
                 names.update(old_names.get(path, ()))
                 names.update(row[3] for row in outcome.entities)
+        loading.close()
         replaced = {*gone, *(f.path for f in to_parse)}
         if replaced:
             progress(Phase.RESOLVE, 0, None)

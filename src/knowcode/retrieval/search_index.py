@@ -16,14 +16,14 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
-from knowcode.errors import StoreError
+from knowcode.errors import EmbeddingError, StoreError
 from knowcode.indexing.indexer import CONTENT_GENERATION_KEY, EXTRACTION_VERSION_KEY
 from knowcode.progress import Phase, ProgressCallback, no_progress
 from knowcode.retrieval.embeddings import EmbeddingProvider, EmbeddingSpec, check_compatible
@@ -50,6 +50,7 @@ _LEGACY_DENSE = "dense"  # where a folder written before segments kept its vecto
 _EMBEDDING_FILE = "embedding.json"
 EMBED_BATCH = 1024  # chunks per provider call: bounds memory, amortises per-call overhead
 _ID_BATCH = 500  # keeps `IN (...)` lists under SQLite's host-parameter limit
+_TOKEN_BATCH = 1024  # chunks' tokens fetched from the store at a time while BM25 counts them
 LOAD_ATTEMPTS = 3  # a reader re-reads the meta table when an update replaced the folder it was opening
 # The dense leg embeds the head of each chunk's index text: its path, qualified name and first line or
 # two (usually the signature). It then says *what and where* a chunk is, which BM25 over the whole
@@ -71,11 +72,12 @@ class SearchIndex:
 
 @dataclass(frozen=True)
 class _Rows:
-    """Chunks as the search indexes read them from the store, sorted by id."""
+    """Chunks as the search indexes read them from the store, sorted by id: their ids, the heads of
+    their index texts (what the dense leg embeds) and their tokens (a stream, read once by BM25)."""
 
     ids: list[str]
-    tokens: list[str]
-    texts: list[str]
+    heads: list[str]
+    tokens: Iterable[str]
 
 
 def _current_dir(store: Store, store_dir: Path) -> Path | None:
@@ -89,8 +91,19 @@ def _read_embedding(folder: Path) -> EmbeddingSpec | None:
 
 
 def _all_rows(store: Store) -> _Rows:
-    rows = store.connection.execute("SELECT id, tokens, index_text FROM chunks ORDER BY id").fetchall()
-    return _Rows([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+    """Every chunk; the tokens are read from the store as BM25 counts them, so memory never holds
+    every chunk's tokens (nor more of a text than its head) at once."""
+    # substr counts characters, as Python's slicing does, so a head is text[:DENSE_TEXT_CHARS]
+    rows = store.connection.execute("SELECT id, substr(index_text, 1, ?) FROM chunks ORDER BY id",
+                                    (DENSE_TEXT_CHARS,)).fetchall()
+    return _Rows([r[0] for r in rows], [r[1] for r in rows], _stream_tokens(store))
+
+
+def _stream_tokens(store: Store) -> Iterator[str]:
+    # in id order, as _all_rows reads the ids: the writer lock keeps the table still in between
+    cursor = store.connection.execute("SELECT tokens FROM chunks ORDER BY id")
+    while batch := cursor.fetchmany(_TOKEN_BATCH):  # fetchmany: one Python call a batch, not a row
+        yield from (row[0] for row in batch)
 
 
 def _rows_of(store: Store, chunk_ids: Sequence[str]) -> _Rows:
@@ -98,29 +111,38 @@ def _rows_of(store: Store, chunk_ids: Sequence[str]) -> _Rows:
     for start in range(0, len(chunk_ids), _ID_BATCH):
         batch = chunk_ids[start:start + _ID_BATCH]
         marks = ",".join("?" * len(batch))
-        for cid, tokens, text in store.connection.execute(
-                f"SELECT id, tokens, index_text FROM chunks WHERE id IN ({marks})", batch):
-            found[cid] = (tokens, text)
+        for cid, tokens, head in store.connection.execute(
+                f"SELECT id, tokens, substr(index_text, 1, ?) FROM chunks WHERE id IN ({marks})",
+                [DENSE_TEXT_CHARS, *batch]):
+            found[cid] = (tokens, head)
     ids = sorted(found)
-    return _Rows(ids, [found[c][0] for c in ids], [found[c][1] for c in ids])
+    return _Rows(ids, [found[c][1] for c in ids], [found[c][0] for c in ids])
 
 
 def _embed(provider: EmbeddingProvider, rows: _Rows, reused: dict[str, np.ndarray],
            progress: ProgressCallback) -> VectorStore:
     """The vectors of `rows`: reused where known, embedded (the head of the text) where not."""
-    vectors = dict(reused)
-    missing = [(cid, text) for cid, text in zip(rows.ids, rows.texts, strict=True) if cid not in vectors]
+    # Rows are written into the matrix as they come: a dict of every vector and then a copy of it
+    # held twice the vectors at the peak.
+    matrix = np.zeros((len(rows.ids), provider.dimension), dtype=np.float32)
+    missing: list[tuple[int, str]] = []
+    for row, (cid, head) in enumerate(zip(rows.ids, rows.heads, strict=True)):
+        known = reused.get(cid)
+        if known is None:
+            missing.append((row, head))
+        else:
+            matrix[row] = known
     if missing:
         progress(Phase.EMBED, 0, len(missing))
     for start in range(0, len(missing), EMBED_BATCH):
         batch = missing[start:start + EMBED_BATCH]
-        embedded = provider.embed([text[:DENSE_TEXT_CHARS] for _, text in batch])
-        for (cid, _), vector in zip(batch, embedded, strict=True):
-            vectors[cid] = vector
+        embedded = provider.embed([head[:DENSE_TEXT_CHARS] for _, head in batch])
+        if embedded.shape != (len(batch), matrix.shape[1]):  # numpy would broadcast one row over all
+            raise EmbeddingError(f"the embedding provider returned {embedded.shape[0]} vectors of "
+                                 f"{embedded.shape[-1]} dimensions for {len(batch)} texts, expected "
+                                 f"{matrix.shape[1]} dimensions")
+        matrix[[row for row, _ in batch]] = embedded
         progress(Phase.EMBED, start + len(batch), len(missing))
-    matrix = np.zeros((len(rows.ids), provider.dimension), dtype=np.float32)
-    for row, cid in enumerate(rows.ids):
-        matrix[row] = vectors[cid]
     return VectorStore(rows.ids, matrix)
 
 

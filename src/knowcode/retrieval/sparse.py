@@ -18,7 +18,7 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, islice
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +37,9 @@ _INDPTR_FILE = "indptr.npy"
 _DOCS_FILE = "docs.npy"
 _TFS_FILE = "tfs.npy"
 _LENGTHS_FILE = "lengths.npy"
+# Documents split and counted at a time when building postings: ~100-150 tokens a chunk, so a batch's
+# token strings are ~20-40 MB; splitting every chunk of a 1M-line tree at once held ~500 MB of them.
+BUILD_BATCH_DOCUMENTS = 4096
 
 IntArray = npt.NDArray[np.int64]
 Int32Array = npt.NDArray[np.int32]
@@ -63,26 +66,43 @@ class Postings:
         return len(self.lengths)
 
     @classmethod
-    def build(cls, token_strings: Sequence[str]) -> Postings:
+    def build(cls, token_strings: Iterable[str]) -> Postings:
         """Count the terms of pre-tokenized documents (space-joined tokens, as the store keeps them).
 
-        :param token_strings: one string per document, in row order.
+        The documents are read and counted a batch at a time, so memory holds one batch's token
+        strings and the counted (term, document) pairs, never every token of the collection.
+
+        :param token_strings: one string per document, in row order (a stream is read once).
         :return: the segment's postings; terms are numbered by first occurrence.
         """
-        documents = [text.split() for text in token_strings]
-        lengths = np.fromiter(map(len, documents), dtype=np.int64, count=len(documents))
-        tokens = list(chain.from_iterable(documents))
-        # dict.fromkeys then one lookup per token is ~20% faster than numbering with setdefault
-        vocabulary = {token: number for number, token in enumerate(dict.fromkeys(tokens))}
-        terms = np.fromiter(map(vocabulary.__getitem__, tokens), dtype=np.int64, count=len(tokens))
-        width = max(len(token_strings), 1)
-        rows = np.repeat(np.arange(len(token_strings), dtype=np.int64), lengths)
-        # One sort of (term, row) keys gives every column in order, rows ascending within it.
-        keys, counts = np.unique(terms * width + rows, return_counts=True)
-        column, doc = np.divmod(keys, width)
+        vocabulary: dict[str, int] = {}
+        lengths: list[IntArray] = []
+        pairs: list[tuple[IntArray, IntArray, IntArray]] = []  # (term, row, count) of each batch
+        stream = iter(token_strings)
+        first_row = 0
+        while batch := list(islice(stream, BUILD_BATCH_DOCUMENTS)):
+            documents = [text.split() for text in batch]
+            counts = np.fromiter(map(len, documents), dtype=np.int64, count=len(documents))
+            tokens = list(chain.from_iterable(documents))
+            # dict.fromkeys then one lookup per token is ~20% faster than numbering with setdefault
+            fresh = [token for token in dict.fromkeys(tokens) if token not in vocabulary]
+            vocabulary.update(zip(fresh, range(len(vocabulary), len(vocabulary) + len(fresh)), strict=True))
+            terms = np.fromiter(map(vocabulary.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+            rows = np.repeat(np.arange(len(batch), dtype=np.int64), counts)
+            # One sort of (term, row) keys per batch counts each term once per document.
+            keys, tfs = np.unique(terms * len(batch) + rows, return_counts=True)
+            column, doc = np.divmod(keys, len(batch))
+            pairs.append((column, doc + first_row, tfs))
+            lengths.append(counts)
+            first_row += len(batch)
+        column, doc, tfs = (np.concatenate([p[i] for p in pairs]) if pairs else np.zeros(0, dtype=np.int64)
+                            for i in range(3))
+        # A stable sort by term keeps the batches in order, so each column's rows stay ascending.
+        order = np.argsort(column, kind="stable")
         indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
         np.cumsum(np.bincount(column, minlength=len(vocabulary)), out=indptr[1:])
-        return cls(vocabulary, indptr, doc.astype(np.int32), counts.astype(np.int32), lengths)
+        all_lengths = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64)
+        return cls(vocabulary, indptr, doc[order].astype(np.int32), tfs[order].astype(np.int32), all_lengths)
 
     def save(self, directory: Path, stem: str) -> None:
         """Write the arrays (.npy) and the vocabulary (a JSON list of terms by number) into an existing

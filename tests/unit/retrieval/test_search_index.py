@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from knowcode.errors import EmbeddingMismatchError, StoreError
+from knowcode.errors import EmbeddingError, EmbeddingMismatchError, StoreError
 from knowcode.indexing import index_repository
 from knowcode.indexing.indexer import EXTRACTION_VERSION
 from knowcode.retrieval import search_index
@@ -150,6 +150,31 @@ def test_loaded_index_matches_the_store(build: Build, store: Store, store_dir: P
     assert index.dense.matrix.shape == (len(ids), CountingEmbedder.dimension)  # live rows only
     assert index.embedding == EmbeddingSpec("fake", "counting-v1", 8, True)
     assert index.sparse.search("alpha", 5)
+
+
+def test_each_row_holds_the_vector_of_its_own_chunk_head(build: Build, repo: Path, store: Store,
+                                                         store_dir: Path) -> None:
+    embedder = CountingEmbedder()
+    build(embedder)
+    edit(repo / "beta.py", "class Beta:\n    def run(self):\n        return 'changed'\n")
+    build(embedder, rebuild_vectors=False)
+    index = load_search_index(store, store_dir)
+    assert index.dense is not None
+    texts = chunk_texts(store)
+    for chunk_id, vector in zip(index.dense.chunk_ids, index.dense.matrix, strict=True):  # reused and new
+        assert np.array_equal(vector, CountingEmbedder().embed([texts[chunk_id][:DENSE_TEXT_CHARS]])[0])
+
+
+class ShortEmbedder(CountingEmbedder):
+    """A provider that answers one vector short."""
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
+        return super().embed(texts[1:], query=query)
+
+
+def test_a_provider_answering_the_wrong_number_of_vectors_is_an_embedding_error(build: Build) -> None:
+    with pytest.raises(EmbeddingError, match="returned 3 vectors of 8 dimensions for 4 texts"):
+        build(ShortEmbedder())
 
 
 def test_edit_writes_a_new_generation_and_deletes_the_old(

@@ -220,3 +220,39 @@ def test_single_document_index() -> None:
     assert [cid for cid, _ in one.search("config", 5)] == ["only"]
     assert one.search("render", 5) == []
 
+
+
+def _reference_postings(token_strings: list[str]) -> tuple[dict[str, int], list[int], list[int], list[int]]:
+    """Postings counted the plain way: terms by first occurrence, each column's rows ascending."""
+    vocabulary: dict[str, int] = {}
+    columns: dict[int, dict[int, int]] = {}
+    for row, text in enumerate(token_strings):
+        for token in text.split():
+            column = columns.setdefault(vocabulary.setdefault(token, len(vocabulary)), {})
+            column[row] = column.get(row, 0) + 1
+    indptr, docs, tfs = [0], [], []
+    for term in range(len(vocabulary)):
+        for row in sorted(columns[term]):
+            docs.append(row)
+            tfs.append(columns[term][row])
+        indptr.append(len(docs))
+    return vocabulary, indptr, docs, tfs
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "cc", "d", "e"]), max_size=6).map(" ".join),
+                max_size=12), st.integers(min_value=1, max_value=5))
+def test_postings_built_in_batches_are_those_counted_at_once(documents: list[str], batch: int) -> None:
+    import knowcode.retrieval.sparse as sparse
+
+    original = sparse.BUILD_BATCH_DOCUMENTS
+    sparse.BUILD_BATCH_DOCUMENTS = batch  # hypothesis runs examples in one test call: no monkeypatch fixture
+    try:
+        postings = Postings.build(iter(documents))  # a stream, read once
+    finally:
+        sparse.BUILD_BATCH_DOCUMENTS = original
+    vocabulary, indptr, docs, tfs = _reference_postings(documents)
+    assert postings.vocabulary == vocabulary
+    assert (postings.indptr.tolist(), postings.docs.tolist(), postings.tfs.tolist()) == (indptr, docs, tfs)
+    assert postings.lengths.tolist() == [len(text.split()) for text in documents]
+    assert postings.docs.dtype == np.int32 and postings.lengths.dtype == np.int64

@@ -24,6 +24,19 @@ def test_new_store_has_current_schema(tmp_path: Path) -> None:
     assert (version, mode) == (SCHEMA_VERSION, "wal")
 
 
+def _synchronous(store: Store) -> int:
+    return int(store.connection.execute("PRAGMA synchronous").fetchone()[0])
+
+
+def test_only_the_run_that_creates_a_store_writes_without_fsync(tmp_path: Path) -> None:
+    first = Store.open(tmp_path)
+    assert _synchronous(first) == 0  # OFF: nothing committed yet to protect
+    first.close()
+    again = Store.open(tmp_path)
+    assert _synchronous(again) == 1  # NORMAL: the next run updates an index readers rely on
+    again.close()
+
+
 def test_newer_schema_is_refused_with_a_next_step(tmp_path: Path) -> None:
     connection = sqlite3.connect(tmp_path / DATABASE_NAME)
     connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
