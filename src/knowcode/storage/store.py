@@ -69,6 +69,7 @@ _CHUNK_COLUMNS = "id, path, entity_id, start_line, end_line, text, index_text, t
 EntityRow = tuple[str, str, str, str, str, str | None, int, int, str, str, str]
 RelationshipRow = tuple[str, str, str, str | None, str, int, str, str]  # ..., alias, name
 ChunkRow = tuple[str, str, str, int, int, str, str, str]
+EntityKey = tuple[str, str, str, str, str | None]  # name, id, kind, qualified name, parent id
 
 
 def entity_row(e: Entity) -> EntityRow:
@@ -202,11 +203,12 @@ class Store:
             "SELECT path, language, content_hash, size, mtime, line_count FROM files")
         return {row[0]: FileRecord(*row) for row in rows}
 
-    def entity_names_by_file(self, paths: Iterable[str]) -> dict[str, set[str]]:
-        """The entity names each of the given files defines."""
-        found: dict[str, set[str]] = {}
-        for path, name in self._select_in("SELECT path, name FROM entities WHERE path IN", paths, tuple):
-            found.setdefault(path, set()).add(name)
+    def entity_keys_by_file(self, paths: Iterable[str]) -> dict[str, set[EntityKey]]:
+        """What reference resolution reads of the entities each of the given files defines."""
+        found: dict[str, set[EntityKey]] = {}
+        sql = "SELECT path, name, id, kind, qualified_name, parent_id FROM entities WHERE path IN"
+        for row in self._select_in(sql, paths, tuple):
+            found.setdefault(row[0], set()).add(row[1:])
         return found
 
     def module_names(self, paths: Iterable[str]) -> dict[str, str]:
