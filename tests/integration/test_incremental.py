@@ -225,3 +225,20 @@ def test_edits_re_resolve_the_references_to_what_changed_and_only_that(tmp_path:
         shutil.rmtree(tmp_path / "scratch", ignore_errors=True)
         _index(root, tmp_path / "scratch")
         assert _snapshot(tmp_path / "incremental") == _snapshot(tmp_path / "scratch"), number
+
+
+def test_an_import_of_a_constant_follows_its_module_in_and_out(tmp_path: Path) -> None:
+    # `LIMIT` is no entity: the import resolves to the module `cfg`, found through the part before
+    # the last, so adding or deleting cfg.py must re-resolve it although no entity named LIMIT moved.
+    root = write_tree(tmp_path / "repo", {
+        "main.py": "from cfg import LIMIT\n\n\ndef run():\n    return LIMIT\n"})
+    _index(root, tmp_path / "incremental")
+    for step in ("add", "delete"):
+        if step == "add":
+            (root / "cfg.py").write_text("import os\n")  # no LIMIT entity in it
+        else:
+            (root / "cfg.py").unlink()
+        _index(root, tmp_path / "incremental")
+        shutil.rmtree(tmp_path / "scratch", ignore_errors=True)
+        _index(root, tmp_path / "scratch")
+        assert _snapshot(tmp_path / "incremental") == _snapshot(tmp_path / "scratch"), step

@@ -29,7 +29,7 @@ from knowcode.indexing.graph_builder import (
 )
 from knowcode.indexing.scanner import ScannedFile, SkippedFile, scan
 from knowcode.indexing.tokenizer import TOKENIZER_VERSION
-from knowcode.models import FileRecord, RelationKind
+from knowcode.models import EntityKind, FileRecord, RelationKind
 from knowcode.progress import Phase, ProgressCallback, no_progress
 from knowcode.storage.store import EntityKey, EntityRow, RelationshipRow, Store
 
@@ -51,6 +51,7 @@ CONTENT_GENERATION_KEY = "content_generation"
 MODULE_NAMES_KEY = "module_names_digest"
 _CONTAINS = RelationKind.CONTAINS.value
 _IMPORTS = RelationKind.IMPORTS.value
+_MODULE = EntityKind.MODULE.value
 # References read back per query when resolving: bounds the memory of resolution, not its speed.
 RESOLVE_BATCH = 20_000
 
@@ -140,7 +141,7 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
     failed: dict[str, str] = {}
     with store.transaction(), ExitStack() as deferred:
         old_keys = store.entity_keys_by_file([*gone, *(f.path for f in to_parse if f.path in old)])
-        names = {key[0] for path in gone for key in old_keys.get(path, ())}
+        changed_keys = {key for path in gone for key in old_keys.get(path, ())}  # entities that changed
         store.delete_files([*stale, *gone])
         if not old:  # nothing kept: the relationships indexes are built once, after resolution
             deferred.enter_context(store.indexes_deferred("relationships"))
@@ -151,7 +152,7 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
                 store.delete_files([path])
             if isinstance(outcome, FileFailure):
                 failed[path] = outcome.reason
-                names.update(key[0] for key in old_keys.get(path, ()))
+                changed_keys.update(old_keys.get(path, ()))
                 continue
             store.insert_rows([outcome.record], outcome.entities, outcome.chunks)
             references.write(store, outcome.references)
@@ -159,11 +160,11 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
             if content_changed:
                 fresh.append(outcome.record)
             if content_changed or path in renamed_modules:  # what referred to a changed entity re-resolves
-                names.update(_changed_names(old_keys.get(path, set()), outcome.entities))
+                changed_keys.update(_changed_keys(old_keys.get(path, set()), outcome.entities))
         replaced = {*gone, *(f.path for f in to_parse)}
         if replaced:
             progress(Phase.RESOLVE, 0, None)
-        linked = _resolve_changes(store, references, names, replaced, bool(current.keys() - replaced))
+        linked = _resolve_changes(store, references, changed_keys, replaced, bool(current.keys() - replaced))
         deferred.close()
         skipped = {**{s.path: s.reason for s in scanned.skipped}, **failed}
         wrote = bool(replaced or stale)
@@ -201,8 +202,9 @@ def _module_names_digest(files: Iterable[ScannedFile]) -> str:
     return digest.hexdigest()
 
 
-def _changed_names(before: set[EntityKey], rows: Sequence[EntityRow]) -> set[str]:
-    """The names of the entities a re-parsed file lost, gained or changed as resolution sees them.
+def _changed_keys(before: set[EntityKey], rows: Sequence[EntityRow]) -> set[EntityKey]:
+    """The entities a re-parsed file lost or gained, as resolution sees them (an entity that changed
+    is lost under its old key and gained under its new one).
 
     A reference elsewhere resolves among the entities of its lookup names (:func:`lookup_names`); an
     entity that kept its id, kind, qualified name and parent resolves it as before, so only the names
@@ -211,7 +213,7 @@ def _changed_names(before: set[EntityKey], rows: Sequence[EntityRow]) -> set[str
     # EntityKey: what resolution (graph_builder) reads of an entity; its path is the file's own, its
     # lines are never read
     after = {(row[3], row[0], row[2], row[4], row[5]) for row in rows}
-    return {key[0] for key in before ^ after}
+    return before ^ after
 
 
 def _renamed_modules(store: Store, files: Iterable[ScannedFile], old: dict[str, FileRecord],
@@ -261,16 +263,19 @@ class _NewReferences:
                 self.imports.append(row)
 
 
-def _resolve_changes(store: Store, new: _NewReferences, names: set[str], replaced: set[str],
+def _resolve_changes(store: Store, new: _NewReferences, changed: set[EntityKey], replaced: set[str],
                      has_unchanged: bool) -> int:
     """Resolve the re-parsed files' references, and re-resolve old ones that mention a changed name.
 
     :param new: the re-parsed files' references, written to the store unresolved.
+    :param changed: the entities removed or added (:func:`_changed_keys`).
     :return: the references resolved.
     """
-    # No changed name, nothing else to look at: the imports the query returns alongside would all be
-    # filtered out (a no-op run, or an edit that only changed bodies).
-    affected = [r for r in store.references_to_names(names) if r.path not in replaced
+    names = {key[0] for key in changed}
+    # An import resolves through the part before its last only to a module (graph_builder), so only
+    # modules' names make the store look past the imports' last parts.
+    modules = {key[0] for key in changed if key[2] == _MODULE}
+    affected = [r for r in store.references_to_names(names, modules) if r.path not in replaced
                 and lookup_names(r) & names] if has_unchanged and names else []
     pending_affected = [r for r in affected if r.kind is not RelationKind.CONTAINS]
     table = SymbolTable()
