@@ -17,9 +17,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from knowcode.indexing.entity_ids import module_name
-from knowcode.indexing.file_parser import FileFailure, ParsedFile, parse_file
 from knowcode.indexing.graph_builder import (
     SymbolTable,
     lookup_names,
@@ -32,6 +32,9 @@ from knowcode.indexing.tokenizer import TOKENIZER_VERSION
 from knowcode.models import EntityKind, FileRecord, RelationKind
 from knowcode.progress import Phase, ProgressCallback, no_progress
 from knowcode.storage.store import EntityKey, EntityRow, RelationshipRow, Store
+
+if TYPE_CHECKING:
+    from knowcode.indexing.file_parser import FileFailure, ParsedFile
 
 logger = logging.getLogger(__name__)
 
@@ -74,10 +77,15 @@ class IndexReport:
 
 def _parse_all(root: Path, files: list[ScannedFile], workers: int,
                progress: ProgressCallback) -> Iterator[ParsedFile | FileFailure]:
+    if not files:
+        return
+    # The parser stack (tree-sitter, every grammar, the chunker) loads only for a run that parses: a
+    # run that finds the tree unchanged, as every query's freshness check does, never needs it.
+    from knowcode.indexing.file_parser import parse_file
+
     task = partial(parse_file, root)
     done = 0
-    if files:
-        progress(Phase.PARSE, 0, len(files))
+    progress(Phase.PARSE, 0, len(files))
     if workers > 1 and len(files) >= PARALLEL_MIN_FILES:
         from concurrent.futures.process import BrokenProcessPool  # multiprocessing: only to start workers
 
@@ -146,6 +154,8 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
         if not old:  # nothing kept: the relationships indexes are built once, after resolution
             deferred.enter_context(store.indexes_deferred("relationships"))
         references = _NewReferences()
+        if to_parse:
+            from knowcode.indexing.file_parser import FileFailure  # see _parse_all
         for outcome in _parse_all(root, to_parse, workers or _usable_cpus(), progress):
             path = outcome.path
             if path in old:
