@@ -81,9 +81,9 @@ def _parse_all(root: Path, files: list[ScannedFile], workers: int,
         return
     # The parser stack (tree-sitter, every grammar, the chunker) loads only for a run that parses: a
     # run that finds the tree unchanged, as every query's freshness check does, never needs it.
-    from knowcode.indexing.file_parser import parse_file
+    from knowcode.indexing import file_parser
 
-    task = partial(parse_file, root)
+    task = partial(file_parser.parse_file, root)
     done = 0
     progress(Phase.PARSE, 0, len(files))
     if workers > 1 and len(files) >= PARALLEL_MIN_FILES:
@@ -93,7 +93,7 @@ def _parse_all(root: Path, files: list[ScannedFile], workers: int,
 
         # Workers re-import the caller's main module (as with any spawned process), so a script
         # without an `if __name__ == "__main__":` guard breaks the pool: finish serially then.
-        with worker_pool(workers, preload=[parse_file.__module__]) as executor:
+        with worker_pool(workers, preload=[file_parser.__name__]) as executor:
             try:
                 for result in executor.map(task, files, chunksize=PARSE_CHUNKSIZE):
                     done += 1
