@@ -6,7 +6,9 @@ import os
 import shutil
 from pathlib import Path
 
-from knowcode.indexing import IndexReport, index_repository
+import pytest
+
+from knowcode.indexing import IndexReport, index_repository, indexer
 from knowcode.models import RelationKind
 from knowcode.storage import Store
 from tests.conftest import write_tree
@@ -242,3 +244,21 @@ def test_an_import_of_a_constant_follows_its_module_in_and_out(tmp_path: Path) -
         shutil.rmtree(tmp_path / "scratch", ignore_errors=True)
         _index(root, tmp_path / "scratch")
         assert _snapshot(tmp_path / "incremental") == _snapshot(tmp_path / "scratch"), step
+
+
+def test_a_run_of_older_code_in_between_is_never_skipped(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # Code that predates the module-name digest renames bad.py without recording a digest; when the
+    # tree is back to the files of the recorded digest, its renames must still be undone.
+    root = write_tree(tmp_path / "repo", {
+        "bad.py": "def helper():\n    return 1\n",
+        "main.py": "from bad import helper\n\n\ndef run():\n    return helper()\n"})
+    _index(root, tmp_path / "incremental")
+    (root / "bad.lua").write_text("local function helper()\n  return 1\nend\n")
+    with monkeypatch.context() as older:
+        older.setattr(indexer, "MODULE_NAMES_KEY", "a key older code does not know")
+        _index(root, tmp_path / "incremental")
+    (root / "bad.lua").unlink()
+    _index(root, tmp_path / "incremental")
+    _index(root, tmp_path / "scratch")
+    assert _snapshot(tmp_path / "incremental") == _snapshot(tmp_path / "scratch")

@@ -49,8 +49,10 @@ EXTRACTION_VERSION_KEY = "extraction_version"
 # Meta key counting committed runs that changed chunks: derived indexes (BM25, vectors) record the
 # generation they were built from, so a reader can tell whether they are current.
 CONTENT_GENERATION_KEY = "content_generation"
-# Meta key: a digest of every scanned file's path and module name at the last run that wrote the store.
-# When this run's digest is the same, no unchanged file can have been renamed (see _renamed_modules).
+# Meta key: "<content generation>:<digest of every scanned path and module name>" as the last run of
+# this code wrote it. When the generation is still the store's and the digest this scan's, no unchanged
+# file can have been renamed (see _renamed_modules); a run of older code that changed anything bumped
+# the generation, so its changes are never skipped.
 MODULE_NAMES_KEY = "module_names_digest"
 _CONTAINS = RelationKind.CONTAINS.value
 _IMPORTS = RelationKind.IMPORTS.value
@@ -141,7 +143,8 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
                 if f.path not in old or (old[f.path].size, old[f.path].mtime) != (f.size, f.mtime)]
     meta = store.meta()
     modules_digest = _module_names_digest(scanned.files)
-    renamed_modules = (set() if meta.get(MODULE_NAMES_KEY) == modules_digest
+    last_generation = meta.get(CONTENT_GENERATION_KEY, "0")
+    renamed_modules = (set() if meta.get(MODULE_NAMES_KEY) == f"{last_generation}:{modules_digest}"
                        else _renamed_modules(store, scanned.files, old, to_parse))
     to_parse.extend(f for f in scanned.files if f.path in renamed_modules)
     gone = sorted(set(old) - set(current))
@@ -182,9 +185,9 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
             store.replace_skipped(skipped)
             wrote = True
         changed = bool(fresh or gone or stale or renamed_modules or failed.keys() & old.keys())
-        generation = int(meta.get(CONTENT_GENERATION_KEY, "0")) + (1 if changed else 0)
+        generation = int(last_generation) + (1 if changed else 0)
         facts = {"root": str(root.resolve()), EXTRACTION_VERSION_KEY: EXTRACTION_VERSION,
-                 CONTENT_GENERATION_KEY: str(generation), MODULE_NAMES_KEY: modules_digest}
+                 CONTENT_GENERATION_KEY: str(generation), MODULE_NAMES_KEY: f"{generation}:{modules_digest}"}
         updates = {key: value for key, value in facts.items() if meta.get(key) != value}
         # A run that finds the store current writes nothing: its first write would sync a new WAL
         # file's header and closing would checkpoint it, two fsyncs that cost a busy disk up to
@@ -233,8 +236,8 @@ def _renamed_modules(store: Store, files: Iterable[ScannedFile], old: dict[str, 
     A module name keeps its extension only while a file of another language shares it, so adding,
     deleting or re-typing one file can rename a sibling of the same stem without touching it (and an
     index built before names were made unique is renamed the same way). Only files with such a
-    sibling, in this tree or at the last run, are looked up. The caller skips this when the
-    module-name digest of the scan is the one the last run recorded.
+    sibling, in this tree or at the last run, are looked up. The caller skips this when the scan's
+    module-name digest is the one recorded at the store's current generation (MODULE_NAMES_KEY).
     """
     parsing = {f.path for f in to_parse}
     plain_names = Counter(module_name(path)[1] for path in {*(f.path for f in files), *old, *store.skipped()})
