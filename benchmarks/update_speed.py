@@ -3,11 +3,11 @@
 The corpus (the installed standard library, trimmed to about `--lines`, or `--corpus DIR`) is indexed
 cold once per code version (each in its own copy of the tree); then each repetition appends a function
 to one median-sized file and runs, in fresh processes, the whole `python -m knowcode index` command
-(wall time) and an in-process `KnowCode.index()` that times its phases from the progress callback
-(parse, link, search index with the embedding of the new chunks). A no-op run (nothing changed) is
-timed too. `--baseline-src DIR`
-(the `src` folder of another checkout, e.g. a worktree of main) measures that code the same way in
-the same run, runs interleaved, so the two are comparable on a shared machine.
+(wall time, and the CPU time it used) and an in-process `KnowCode.index()` that times its phases from
+the progress callback (parse, link, search index with the embedding of the new chunks). A no-op run
+(nothing changed) is timed too. `--baseline-src DIR` (the `src` folder of another checkout, e.g. a
+worktree of main) measures that code the same way in the same run, runs interleaved, so the two are
+comparable on a shared machine.
 
     python benchmarks/update_speed.py --baseline-src ../wt-base/src [--lines 300000] [--repeats 7]
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -66,11 +67,18 @@ def _environment(src: Path, cache: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(src), "KNOWCODE_CACHE_DIR": str(cache)}
 
 
-def _command(src: Path, root: Path, store: Path, cache: Path) -> float:
-    started = time.perf_counter()
+def _cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _command(src: Path, root: Path, store: Path, cache: Path) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, all threads) of one `knowcode index` in a fresh process:
+    on a shared machine the CPU time moves less with the load than the wall time."""
+    cpu, started = _cpu_of_children(), time.perf_counter()
     subprocess.run([sys.executable, "-m", "knowcode", "index", str(root), "--store", str(store), "--json"],
                    check=True, capture_output=True, env=_environment(src, cache))
-    return time.perf_counter() - started
+    return time.perf_counter() - started, _cpu_of_children() - cpu
 
 
 def _phases(src: Path, root: Path, store: Path, cache: Path) -> dict[str, object]:
@@ -107,17 +115,19 @@ def main() -> None:
         roots = {name: shutil.copytree(source, Path(tmp) / f"tree-{number}", copy_function=shutil.copy2)
                  for number, name in enumerate(versions)}
         stores = {name: Path(tmp) / f"store-{number}" for number, name in enumerate(versions)}
-        cold = {name: _command(src, roots[name], stores[name], cache) for name, src in versions.items()}
+        cold = {name: _command(src, roots[name], stores[name], cache)[0] for name, src in versions.items()}
         runs: dict[str, dict[str, list[float]]] = {name: {} for name in versions}
         edit_number = 0
         for _ in range(args.repeats):
             for name, src in versions.items():
                 samples, root = runs[name], roots[name]
-                samples.setdefault("no-op command", []).append(_command(src, root, stores[name], cache))
-                edit_number += 1
-                _edit(root / edited, edit_number)
-                samples.setdefault("one-file edit, whole command", []).append(
-                    _command(src, root, stores[name], cache))
+                for what in ("no-op command", "one-file edit, whole command"):
+                    if what != "no-op command":
+                        edit_number += 1
+                        _edit(root / edited, edit_number)
+                    wall, cpu = _command(src, root, stores[name], cache)
+                    samples.setdefault(what, []).append(wall)
+                    samples.setdefault(f"{what}, CPU", []).append(cpu)
                 edit_number += 1
                 _edit(root / edited, edit_number)
                 measured = _phases(src, root, stores[name], cache)

@@ -76,8 +76,9 @@ def _task_type(query: str, task_type: TaskType | str) -> tuple[TaskType, float]:
     return classification.task_type, classification.confidence
 
 
-# Meta rows every indexing run rewrites, even a run that changed nothing: a reader that reloaded its
-# search index whenever they changed would reload after every no-op run.
+# Meta rows a run rewrites when it changed anything, even what no search index reads (the list of
+# skipped files, a touched file's mtime): a reader that reloaded its search index whenever they changed
+# would reload for nothing.
 _VOLATILE_META = frozenset({"indexed_at"})
 
 

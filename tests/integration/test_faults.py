@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from knowcode.indexing import file_parser, index_repository, indexer
+from knowcode.indexing import file_parser, index_repository
 from knowcode.indexing.scanner import ScannedFile
 from knowcode.storage import Store
 from tests.conftest import write_tree
@@ -48,14 +48,15 @@ def test_error_midway_keeps_previous_index(sample_repo: Path, tmp_path: Path,
     store_dir = tmp_path / "store"
     before = _index_then_grow(sample_repo, store_dir)
     parsed: list[str] = []
+    parse = file_parser.parse_file
 
     def failing_parse(root: Path, scanned: ScannedFile) -> object:
         if len(parsed) == 5:
             raise KeyboardInterrupt  # what Ctrl-C raises between two files
         parsed.append(scanned.path)
-        return file_parser.parse_file(root, scanned)
+        return parse(root, scanned)
 
-    monkeypatch.setattr(indexer, "parse_file", failing_parse)
+    monkeypatch.setattr(file_parser, "parse_file", failing_parse)  # the indexer reads it when it parses
     with pytest.raises(KeyboardInterrupt):
         _index(sample_repo, store_dir)
     assert _counts(store_dir) == before
@@ -66,12 +67,13 @@ def test_reader_sees_last_committed_index_during_a_run(sample_repo: Path, tmp_pa
     store_dir = tmp_path / "store"
     before = _index_then_grow(sample_repo, store_dir)
     seen: list[dict[str, object]] = []
+    parse = file_parser.parse_file
 
     def observing_parse(root: Path, scanned: ScannedFile) -> object:
         seen.append(_counts(store_dir))  # another connection, mid-transaction
-        return file_parser.parse_file(root, scanned)
+        return parse(root, scanned)
 
-    monkeypatch.setattr(indexer, "parse_file", observing_parse)
+    monkeypatch.setattr(file_parser, "parse_file", observing_parse)
     _index(sample_repo, store_dir)
     assert seen and all(counts == before for counts in seen)
     assert _counts(store_dir)["files"] == before["files"] + 20  # type: ignore[operator]
@@ -86,12 +88,13 @@ def test_killed_process_keeps_previous_index(sample_repo: Path, tmp_path: Path) 
         from knowcode.indexing import file_parser, indexer
         from knowcode.storage import Store
         calls = []
+        parse = file_parser.parse_file
         def dying_parse(root, scanned):
             calls.append(scanned)
             if len(calls) == 10:
                 os.kill(os.getpid(), signal.SIGKILL)
-            return file_parser.parse_file(root, scanned)
-        indexer.parse_file = dying_parse
+            return parse(root, scanned)
+        file_parser.parse_file = dying_parse
         indexer.index_repository(Path({str(sample_repo)!r}), Store.open(Path({str(store_dir)!r})),
                                  max_file_bytes=1 << 20, workers=1)
     """)

@@ -6,7 +6,9 @@ import os
 import shutil
 from pathlib import Path
 
-from knowcode.indexing import IndexReport, index_repository
+import pytest
+
+from knowcode.indexing import IndexReport, index_repository, indexer
 from knowcode.models import RelationKind
 from knowcode.storage import Store
 from tests.conftest import write_tree
@@ -161,3 +163,102 @@ def test_editing_the_last_indexed_file_resolves_like_scratch(sample_repo: Path, 
     finally:
         store.close()
     assert any(r.target_id is not None for r in calls)
+
+
+def test_a_run_that_finds_the_store_current_writes_nothing(sample_repo: Path, tmp_path: Path) -> None:
+    store_dir = tmp_path / "store"
+    _index(sample_repo, store_dir)
+    database = store_dir / "index.db"
+    before = (database.read_bytes(), _meta(store_dir))
+    assert _index(sample_repo, store_dir).parsed_files == 0
+    assert (database.read_bytes(), _meta(store_dir)) == before  # indexed_at included: no write at all
+    # A run whose only change is the list of files left out writes it, and says when.
+    (sample_repo / "secret.pem").write_text("-----BEGIN PRIVATE KEY-----\n")
+    _index(sample_repo, store_dir)
+    store = Store.open(store_dir, create=False)
+    try:
+        assert "secret.pem" in store.skipped()
+    finally:
+        store.close()
+    assert _meta(store_dir)["indexed_at"] != before[1]["indexed_at"]
+
+
+def _meta(store_dir: Path) -> dict[str, str]:
+    store = Store.open(store_dir, create=False)
+    try:
+        return store.meta()
+    finally:
+        store.close()
+
+
+def test_deleting_a_same_stem_file_that_failed_to_parse_renames_its_sibling(tmp_path: Path) -> None:
+    # bad.lua cannot be decoded, so no run stores it, but it shares bad.py's module name while it
+    # exists; deleting it renames bad.py although no stored file was parsed or removed.
+    root = write_tree(tmp_path / "repo", {
+        "bad.py": "def helper():\n    return 1\n",
+        "main.py": "from bad import helper\n\n\ndef run():\n    return helper()\n"})
+    (root / "bad.lua").write_bytes(b"local x = '\xff\xfe'\n")
+    _index(root, tmp_path / "incremental")
+    (root / "bad.lua").unlink()
+    report = _index(root, tmp_path / "incremental")
+    assert (report.parsed_files, report.changed, report.deleted) == (0, (), ())
+    _index(root, tmp_path / "scratch")
+    assert _snapshot(tmp_path / "incremental") == _snapshot(tmp_path / "scratch")
+
+
+def test_edits_re_resolve_the_references_to_what_changed_and_only_that(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", {
+        "lib.py": "def helper():\n    return 1\n\n\ndef util():\n    return 2\n\n\nclass Box:\n"
+                  "    def open(self):\n        return 3\n",
+        "caller.py": "from lib import helper\n\n\ndef run():\n    return helper() + util() + make()\n",
+        "other.py": "def make():\n    return 0\n"})
+    _index(root, tmp_path / "incremental")
+    lib = root / "lib.py"
+    edits = [
+        lib.read_text().replace("return 1", "return 10"),  # a body: no name changes
+        lib.read_text().replace("def util():\n    return 2", "class util:\n    pass"),  # a kind changes
+        lib.read_text() + "\n\ndef make():\n    return 5\n",  # a name appears: `make` is now ambiguous
+        lib.read_text().replace("class Box:\n    def open", "def open"),  # a parent changes
+    ]
+    for number, text in enumerate(edits):
+        lib.write_text(text)
+        os.utime(lib, (number + 10, number + 10))
+        assert _index(root, tmp_path / "incremental").changed == ("lib.py",)
+        shutil.rmtree(tmp_path / "scratch", ignore_errors=True)
+        _index(root, tmp_path / "scratch")
+        assert _snapshot(tmp_path / "incremental") == _snapshot(tmp_path / "scratch"), number
+
+
+def test_an_import_of_a_constant_follows_its_module_in_and_out(tmp_path: Path) -> None:
+    # `LIMIT` is no entity: the import resolves to the module `cfg`, found through the part before
+    # the last, so adding or deleting cfg.py must re-resolve it although no entity named LIMIT moved.
+    root = write_tree(tmp_path / "repo", {
+        "main.py": "from cfg import LIMIT\n\n\ndef run():\n    return LIMIT\n"})
+    _index(root, tmp_path / "incremental")
+    for step in ("add", "delete"):
+        if step == "add":
+            (root / "cfg.py").write_text("import os\n")  # no LIMIT entity in it
+        else:
+            (root / "cfg.py").unlink()
+        _index(root, tmp_path / "incremental")
+        shutil.rmtree(tmp_path / "scratch", ignore_errors=True)
+        _index(root, tmp_path / "scratch")
+        assert _snapshot(tmp_path / "incremental") == _snapshot(tmp_path / "scratch"), step
+
+
+def test_a_run_of_older_code_in_between_is_never_skipped(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # Code that predates the module-name digest renames bad.py without recording a digest; when the
+    # tree is back to the files of the recorded digest, its renames must still be undone.
+    root = write_tree(tmp_path / "repo", {
+        "bad.py": "def helper():\n    return 1\n",
+        "main.py": "from bad import helper\n\n\ndef run():\n    return helper()\n"})
+    _index(root, tmp_path / "incremental")
+    (root / "bad.lua").write_text("local function helper()\n  return 1\nend\n")
+    with monkeypatch.context() as older:
+        older.setattr(indexer, "MODULE_NAMES_KEY", "a key older code does not know")
+        _index(root, tmp_path / "incremental")
+    (root / "bad.lua").unlink()
+    _index(root, tmp_path / "incremental")
+    _index(root, tmp_path / "scratch")
+    assert _snapshot(tmp_path / "incremental") == _snapshot(tmp_path / "scratch")

@@ -83,8 +83,11 @@ def test_warm_search_loads_only_the_search(tmp_path: Path) -> None:
     assert "pkg/util.py" in output  # it really searched, with both legs
     assert {"numpy", "tokenizers", "knowcode.retrieval.static_encoder"} <= set(modules)
     # rich draws progress and errors: neither shows for a search whose stderr is not a terminal; the
-    # sparse leg is numpy, so bm25s (a test reference) and its tqdm and asyncio stay out
-    assert loaded(modules, (*NEVER_FOR_SEARCH, "rich", "bm25s", "tqdm", "asyncio")) == []
+    # sparse leg is numpy, so bm25s (a test reference) and its tqdm and asyncio stay out; the index is
+    # current, so nothing is parsed: the parser stack stays out too
+    assert loaded(modules, (*NEVER_FOR_SEARCH, "rich", "bm25s", "tqdm", "asyncio", "tree_sitter",
+                            "knowcode.indexing.file_parser", "knowcode.indexing.parser",
+                            "knowcode.indexing.chunker")) == []
 
 
 def test_context_loads_token_counting_but_no_server(tmp_path: Path) -> None:

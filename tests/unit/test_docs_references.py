@@ -26,7 +26,8 @@ ANY = re.compile(r"src/knowcode/[\w/]+\.py:\d+")
 REQUIRED_IN_INTERNALS = {
     "CANDIDATE_FACTOR = 3", "RRF_K = 60", "DEFAULT_HYBRID_ALPHA = 0.2", "(1 - alpha) / (RRF_K + rank + 1)",
     "alpha / (RRF_K + rank + 1)", "alpha=self.alpha", "alpha=config.hybrid_alpha", "dict.fromkeys",
-    "if chunk_id not in known or chunk_id in excluded:", "max(1, min(PER_ENTITY_TOKEN_CAP, max_tokens // limit_entities))",
+    "if chunk_id not in known or chunk_id in excluded:",
+    "max(1, min(PER_ENTITY_TOKEN_CAP, max_tokens // limit_entities))",
     "DEFAULT_TOP_K_MULTIPLIER = 5", "docstring: float = 1.2", "recent: float = 1.1",
     "substring: float = 1.5", "kind: float = 2.0", "RECENT_SECONDS", "CONFIDENCE_HALF_SCALE = 0.5",
     "MAX_GAP_BOOST = 0.3", "TASK_TEMPLATES", "TASK_PROMPTS",

@@ -7,6 +7,7 @@ they mention a name that a changed file defined before or defines now: no other 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import time
@@ -16,9 +17,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from knowcode.indexing.entity_ids import module_name
-from knowcode.indexing.file_parser import FileFailure, ParsedFile, parse_file
 from knowcode.indexing.graph_builder import (
     SymbolTable,
     lookup_names,
@@ -28,9 +29,12 @@ from knowcode.indexing.graph_builder import (
 )
 from knowcode.indexing.scanner import ScannedFile, SkippedFile, scan
 from knowcode.indexing.tokenizer import TOKENIZER_VERSION
-from knowcode.models import FileRecord, RelationKind
+from knowcode.models import EntityKind, FileRecord, RelationKind
 from knowcode.progress import Phase, ProgressCallback, no_progress
-from knowcode.storage.store import RelationshipRow, Store
+from knowcode.storage.store import EntityKey, EntityRow, RelationshipRow, Store
+
+if TYPE_CHECKING:
+    from knowcode.indexing.file_parser import FileFailure, ParsedFile
 
 logger = logging.getLogger(__name__)
 
@@ -50,8 +54,14 @@ EXTRACTION_VERSION_KEY = "extraction_version"
 # Meta key counting committed runs that changed chunks: derived indexes (BM25, vectors) record the
 # generation they were built from, so a reader can tell whether they are current.
 CONTENT_GENERATION_KEY = "content_generation"
+# Meta key: "<content generation>:<digest of every scanned path and module name>" as the last run of
+# this code wrote it. When the generation is still the store's and the digest this scan's, no unchanged
+# file can have been renamed (see _renamed_modules); a run of older code that changed anything bumped
+# the generation, so its changes are never skipped.
+MODULE_NAMES_KEY = "module_names_digest"
 _CONTAINS = RelationKind.CONTAINS.value
 _IMPORTS = RelationKind.IMPORTS.value
+_MODULE = EntityKind.MODULE.value
 # References read back per query when resolving: bounds the memory of resolution, not its speed.
 RESOLVE_BATCH = 20_000
 
@@ -84,10 +94,15 @@ def _parallel(files: Sequence[ScannedFile], workers: int) -> bool:
 
 def _parse_all(root: Path, files: list[ScannedFile], workers: int,
                progress: ProgressCallback) -> Iterator[ParsedFile | FileFailure]:
-    task = partial(parse_file, root)
+    if not files:
+        return
+    # The parser stack (tree-sitter, every grammar, the chunker) loads only for a run that parses: a
+    # run that finds the tree unchanged, as every query's freshness check does, never needs it.
+    from knowcode.indexing import file_parser
+
+    task = partial(file_parser.parse_file, root)
     done = 0
-    if files:
-        progress(Phase.PARSE, 0, len(files))
+    progress(Phase.PARSE, 0, len(files))
     if _parallel(files, workers):
         workers = workers or _usable_cpus()
         from concurrent.futures.process import BrokenProcessPool  # multiprocessing: only to start workers
@@ -96,7 +111,7 @@ def _parse_all(root: Path, files: list[ScannedFile], workers: int,
 
         # Workers re-import the caller's main module (as with any spawned process), so a script
         # without an `if __name__ == "__main__":` guard breaks the pool: finish serially then.
-        with worker_pool(workers, preload=[parse_file.__module__]) as executor:
+        with worker_pool(workers, preload=[file_parser.__name__]) as executor:
             try:
                 for result in executor.map(task, files, chunksize=PARSE_CHUNKSIZE):
                     done += 1
@@ -143,14 +158,18 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
     current = {f.path: f for f in scanned.files}
     to_parse = [f for f in scanned.files
                 if f.path not in old or (old[f.path].size, old[f.path].mtime) != (f.size, f.mtime)]
-    renamed_modules = _renamed_modules(store, scanned.files, old, to_parse)
+    meta = store.meta()
+    modules_digest = _module_names_digest(scanned.files)
+    last_generation = meta.get(CONTENT_GENERATION_KEY, "0")
+    renamed_modules = (set() if meta.get(MODULE_NAMES_KEY) == f"{last_generation}:{modules_digest}"
+                       else _renamed_modules(store, scanned.files, old, to_parse))
     to_parse.extend(f for f in scanned.files if f.path in renamed_modules)
     gone = sorted(set(old) - set(current))
     fresh: list[FileRecord] = []  # records only: a file's rows are in the store once it arrives
     failed: dict[str, str] = {}
     with store.transaction(), ExitStack() as deferred:
-        old_names = store.entity_names_by_file([*gone, *(f.path for f in to_parse if f.path in old)])
-        names = {name for path in gone for name in old_names.get(path, ())}
+        old_keys = store.entity_keys_by_file([*gone, *(f.path for f in to_parse if f.path in old)])
+        changed_keys = {key for path in gone for key in old_keys.get(path, ())}  # entities that changed
         store.delete_files([*stale, *gone])
         loading = ExitStack()
         if not old:  # nothing kept: each index is built once over the loaded rows, not row by row
@@ -158,39 +177,77 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
             for table in ("entities", "chunks"):  # before it: resolution looks entities up by name
                 loading.enter_context(store.indexes_deferred(table))
         references = _NewReferences()
+        if to_parse:
+            from knowcode.indexing.file_parser import FileFailure  # see _parse_all
         for outcome in _parse_all(root, to_parse, workers, progress):
             path = outcome.path
             if path in old:
                 store.delete_files([path])
             if isinstance(outcome, FileFailure):
                 failed[path] = outcome.reason
-                names.update(old_names.get(path, ()))
+                changed_keys.update(old_keys.get(path, ()))
                 continue
             store.insert_rows([outcome.record], outcome.entities, outcome.chunks)
             references.write(store, outcome.references)
             content_changed = path not in old or old[path].content_hash != outcome.record.content_hash
             if content_changed:
                 fresh.append(outcome.record)
-            if content_changed or path in renamed_modules:  # new ids: what referred to them re-resolves
-                names.update(old_names.get(path, ()))
-                names.update(row[3] for row in outcome.entities)
+            if content_changed or path in renamed_modules:  # what referred to a changed entity re-resolves
+                changed_keys.update(_changed_keys(old_keys.get(path, set()), outcome.entities))
         loading.close()
         replaced = {*gone, *(f.path for f in to_parse)}
         if replaced:
             progress(Phase.RESOLVE, 0, None)
-        linked = _resolve_changes(store, references, names, replaced, bool(current.keys() - replaced))
+        linked = _resolve_changes(store, references, changed_keys, replaced, bool(current.keys() - replaced))
         deferred.close()
-        store.replace_skipped({**{s.path: s.reason for s in scanned.skipped}, **failed})
-        meta = store.meta()
+        skipped = {**{s.path: s.reason for s in scanned.skipped}, **failed}
+        wrote = bool(replaced or stale)
+        if skipped != store.skipped():
+            store.replace_skipped(skipped)
+            wrote = True
         changed = bool(fresh or gone or stale or renamed_modules or failed.keys() & old.keys())
-        generation = int(meta.get(CONTENT_GENERATION_KEY, "0")) + (1 if changed else 0)
-        store.set_meta({"root": str(root.resolve()), "indexed_at": str(time.time()),
-                        EXTRACTION_VERSION_KEY: EXTRACTION_VERSION,
-                        CONTENT_GENERATION_KEY: str(generation)})
+        generation = int(last_generation) + (1 if changed else 0)
+        facts = {"root": str(root.resolve()), EXTRACTION_VERSION_KEY: EXTRACTION_VERSION,
+                 CONTENT_GENERATION_KEY: str(generation), MODULE_NAMES_KEY: f"{generation}:{modules_digest}"}
+        updates = {key: value for key, value in facts.items() if meta.get(key) != value}
+        # A run that finds the store current writes nothing: its first write would sync a new WAL
+        # file's header and closing would checkpoint it, two fsyncs that cost a busy disk up to
+        # half a second each, on every `knowcode index` and every query that checks freshness first.
+        if wrote or updates.keys() - {MODULE_NAMES_KEY}:
+            updates["indexed_at"] = str(time.time())  # when the index last changed
+        if updates:
+            store.set_meta(updates)
     if replaced:  # the commit is part of the phase: it can take a while on a big first run
         progress(Phase.RESOLVE, linked, linked)
     gone = sorted({*gone, *(path for path in failed if path in old)})
     return _report(old, fresh, gone, failed, scanned.skipped, len(current), started)
+
+
+def _module_names_digest(files: Iterable[ScannedFile]) -> str:
+    """A digest of every scanned file's path and module name.
+
+    After a committed run every stored file's entities are named under the module name its scan gave
+    (parsed files take it from the scan; :func:`_renamed_modules` re-parses unchanged files whose
+    name moved), so when the next scan gives the same digest, no unchanged file was renamed.
+    """
+    digest = hashlib.blake2b(digest_size=16)
+    for f in files:
+        digest.update(f"{f.path}\0{f.module}\n".encode())
+    return digest.hexdigest()
+
+
+def _changed_keys(before: set[EntityKey], rows: Sequence[EntityRow]) -> set[EntityKey]:
+    """The entities a re-parsed file lost or gained, as resolution sees them (an entity that changed
+    is lost under its old key and gained under its new one).
+
+    A reference elsewhere resolves among the entities of its lookup names (:func:`lookup_names`); an
+    entity that kept its id, kind, qualified name and parent resolves it as before, so only the names
+    of the entities that differ need their references re-resolved.
+    """
+    # EntityKey: what resolution (graph_builder) reads of an entity; its path is the file's own, its
+    # lines are never read
+    after = {(row[3], row[0], row[2], row[4], row[5]) for row in rows}
+    return before ^ after
 
 
 def _renamed_modules(store: Store, files: Iterable[ScannedFile], old: dict[str, FileRecord],
@@ -200,7 +257,8 @@ def _renamed_modules(store: Store, files: Iterable[ScannedFile], old: dict[str, 
     A module name keeps its extension only while a file of another language shares it, so adding,
     deleting or re-typing one file can rename a sibling of the same stem without touching it (and an
     index built before names were made unique is renamed the same way). Only files with such a
-    sibling, in this tree or at the last run, are looked up.
+    sibling, in this tree or at the last run, are looked up. The caller skips this when the scan's
+    module-name digest is the one recorded at the store's current generation (MODULE_NAMES_KEY).
     """
     parsing = {f.path for f in to_parse}
     plain_names = Counter(module_name(path)[1] for path in {*(f.path for f in files), *old, *store.skipped()})
@@ -239,15 +297,20 @@ class _NewReferences:
                 self.imports.append(row)
 
 
-def _resolve_changes(store: Store, new: _NewReferences, names: set[str], replaced: set[str],
+def _resolve_changes(store: Store, new: _NewReferences, changed: set[EntityKey], replaced: set[str],
                      has_unchanged: bool) -> int:
     """Resolve the re-parsed files' references, and re-resolve old ones that mention a changed name.
 
     :param new: the re-parsed files' references, written to the store unresolved.
+    :param changed: the entities removed or added (:func:`_changed_keys`).
     :return: the references resolved.
     """
-    affected = [r for r in store.references_to_names(names) if r.path not in replaced
-                and lookup_names(r) & names] if has_unchanged else []
+    names = {key[0] for key in changed}
+    # An import resolves through the part before its last only to a module (graph_builder), so only
+    # modules' names make the store look past the imports' last parts.
+    modules = {key[0] for key in changed if key[2] == _MODULE}
+    affected = [r for r in store.references_to_names(names, modules) if r.path not in replaced
+                and lookup_names(r) & names] if has_unchanged and names else []
     pending_affected = [r for r in affected if r.kind is not RelationKind.CONTAINS]
     table = SymbolTable()
     wanted = new.wanted.union(*map(lookup_names, pending_affected))

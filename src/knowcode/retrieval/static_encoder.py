@@ -11,7 +11,6 @@ its hub and training code) and its constructor deep-copies the tokenizer (~0.02 
 from __future__ import annotations
 
 import json
-import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -51,6 +50,8 @@ class StaticEncoder:
     def median_token_length(self) -> int:
         """Characters of the median vocabulary token: texts are cut to max_tokens such tokens."""
         if self._median_token_length is None:
+            import statistics  # with fractions and decimal: only texts longer than max_tokens need it
+
             lengths = (len(token) for token in self.tokenizer.get_vocab())
             self._median_token_length = int(statistics.median(lengths))
         return self._median_token_length

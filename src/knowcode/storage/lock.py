@@ -28,6 +28,7 @@ LOCK_FILE_NAME = "write.lock"
 # takes under a minute here, so this covers a few such runs queued on one store (setting
 # index_lock_timeout_seconds).
 DEFAULT_LOCK_TIMEOUT_SECONDS = 300.0
+PID_WIDTH = 20  # the holder's pid, padded: Linux pids have at most 7 digits, any 64-bit number 20
 POLL_SECONDS = 0.1  # how often a waiting run tries the lock again: a short wait, a negligible cost
 
 if sys.platform == "win32":
@@ -99,8 +100,11 @@ def writer_lock(store_dir: Path, timeout_seconds: float = DEFAULT_LOCK_TIMEOUT_S
                                store_dir, _holder(path), timeout_seconds)
             time.sleep(POLL_SECONDS)
         try:
-            os.ftruncate(fd, 0)
-            os.write(fd, str(os.getpid()).encode("ascii"))  # tells a waiting run who it waits for
+            # Tells a waiting run who it waits for. Overwritten in place, padded to a width no pid
+            # exceeds, never truncated: on ext4 a truncate waits for the previous holder's write to
+            # reach the disk, up to half a second on a busy one, before every run.
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, str(os.getpid()).ljust(PID_WIDTH).encode("ascii"))
             yield
         finally:
             _unlock(fd)
