@@ -364,6 +364,25 @@ def serve(
         limit_concurrency=MAX_CONNECTIONS)
 
 
+@app.command("drop-repo")
+def drop_repo(
+    name: Annotated[str, typer.Argument(help="The repository's name in the shared [backend].")],
+    repo: RepoOption = Path(),
+    store: StoreOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Delete a repository from the shared [backend] (its own index stays; indexing it re-adds it)."""
+    from knowcode.search_backend import drop_repository, vector_dimension
+
+    with _errors():
+        kc = _open(repo, store, config)
+        try:
+            deleted = drop_repository(kc.config, name, vector_dimension(kc.embedder()))
+        finally:
+            kc.close()
+    typer.echo(f"dropped {name} from the backend: {deleted} chunks")
+
+
 @app.command()
 def mcp(
     repo: Annotated[list[Path] | None, typer.Option(
