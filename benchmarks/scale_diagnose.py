@@ -120,10 +120,16 @@ class _Capture:
         search._ranker = ranker  # type: ignore[method-assign]
 
 
-def _merge(lists: dict[str, list[RepositoryHit]],
-           leave_out: frozenset[int] = frozenset()) -> list[RepositoryHit]:
-    """The hits merged as CrossRepoSearch merges them (by score), less those whose id() is in `leave_out`."""
-    merged = [r for hits in lists.values() for r in hits if id(r) not in leave_out]
+def _key(hit: RepositoryHit) -> tuple[str, str, str]:
+    return hit.repository, hit.hit.chunk_id, hit.hit.entity_id
+
+
+def _merge(search: CrossRepoSearch, query: str, lists: dict[str, list[RepositoryHit]],
+           leave_out: frozenset[tuple[str, str, str]] = frozenset()) -> list[RepositoryHit]:
+    """The hits merged as CrossRepoSearch merges them (by score, a named repository's scaled), less those
+    whose _key is in `leave_out`."""
+    kept = [r for hits in lists.values() for r in hits if _key(r) not in leave_out]
+    merged = search._named_first(query, kept)
     merged.sort(key=lambda r: (-r.hit.score, r.repository, r.hit.path, r.hit.start_line))
     return merged
 
@@ -146,14 +152,14 @@ def diagnose(search: CrossRepoSearch, repos: Sequence[Any], copies: Copies) -> d
             if f - a <= LOSS_EPSILON:
                 continue
             own = capture.lists.get(repo.name, [])
-            merged = _merge(capture.lists)
+            merged = _merge(search, query.text, capture.lists)
             # The foreign hits that rank above the own repository's last hit: those that displace it.
             last = max((i for i, r in enumerate(merged) if r.repository == repo.name),
                        default=len(merged) - 1)
             foreign = [(i, r) for i, r in enumerate(merged[:last + 1]) if r.repository != repo.name]
-            kinds = {id(r): copies.kind(r.hit.text, repo.name) for _, r in foreign}
+            kinds = {_key(r): copies.kind(r.hit.text, repo.name) for _, r in foreign}
             copied = frozenset(k for k, v in kinds.items() if v is not None)
-            n_copies = _ndcg(query, _merge(capture.lists, copied)[:10], repo.name)
+            n_copies = _ndcg(query, _merge(search, query.text, capture.lists, copied)[:10], repo.name)
             n_own = _ndcg(query, own, repo.name)
             parts = {"copies": n_copies - a, "siblings": n_own - n_copies, "ranking": f - n_own}
             records.append({
@@ -162,7 +168,7 @@ def diagnose(search: CrossRepoSearch, repos: Sequence[Any], copies: Copies) -> d
                 "cause": max(parts, key=lambda k: parts[k]),
                 "target_in_pool": _in_pool(query, every.pool, repo.name),
                 "foreign": [{"rank": i + 1, "repository": r.repository, "path": r.hit.path,
-                             "copy": kinds[id(r)]} for i, r in foreign if i < 10],
+                             "copy": kinds[_key(r)]} for i, r in foreign if i < 10],
             })
     causes = {c: sum(1 for r in records if r["cause"] == c) for c in ("copies", "siblings", "ranking")}
     queries = sum(len(v) for v in filtered_by.values())
