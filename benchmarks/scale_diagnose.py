@@ -195,12 +195,13 @@ def main() -> None:
     parser.add_argument("--bench", type=Path)
     parser.add_argument("--work", type=Path, required=True, help="scale.py's --work folder (already built)")
     parser.add_argument("--collection", default="scale")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per Milvus request")
     parser.add_argument("--out", type=Path, default=RESULTS / "scale_diagnosis.json")
     args = parser.parse_args()
     work = args.work.resolve()
     repos = load_repos(find_bench_dir(args.bench), args.corpus, None)
     milvus = AppConfig(backend=BackendConfig(kind="milvus", uri=str(work / "milvus.db"),
-                                             collection=args.collection))
+                                             collection=args.collection, timeout_seconds=args.timeout))
     first = repos[0].name
     kc = knowcode.open(work / "trees" / first, store=work / "stores" / first, config=AppConfig())
     kc._fresh = True  # built by scale.py: no up-to-date check
