@@ -157,7 +157,8 @@ def search(
     config: ConfigOption = None,
     json: JsonOption = False,
     all_repos: Annotated[bool, typer.Option(
-        "--all-repos", help="Search every repository of the shared \\[backend] (kind = \"milvus\").")] = False,
+        "--all-repos",
+        help="Search every repository of the shared \\[backend] (kind = \"milvus\").")] = False,
     repo_filter: Annotated[list[str] | None, typer.Option(
         "--repo-filter", help="Search only this repository of the shared \\[backend] (repeatable).")] = None,
 ) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -53,6 +53,8 @@ from knowcode.storage.vector_store import FloatMatrix, VectorStore
 # 1.5 and 2.0 gained +0.001-0.002 NDCG@10 over all repositories (4 queries that name their repository up,
 # 1 down: "HTTP requests" names the repository requests); it stays mild because a name can be a word.
 NAME_PRIOR = 1.5
+_NAME_WORD = re.compile(r"[\w-]+")
+_DOTTED_WORD = re.compile(r"[\w.-]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +161,7 @@ class CrossRepoSearch:
         self.cross_encoder = cross_encoder
         self.open_store = open_store
         self._records: dict[str, RepositoryRecord] = {}
+        self._names: tuple[object, dict[str, frozenset[str]]] = (None, {})  # (of which records, index)
         self._rankers: dict[str, _Ranker | None] = {}
         self._hits: dict[str, list[BackendHit]] = {"sparse": [], "dense": []}
         self._repositories: list[str] | None = None
@@ -258,27 +261,42 @@ class CrossRepoSearch:
             return hits  # one repository (a filtered search): a common factor changes nothing
         if not self._records:
             self._records = self.backend.repositories()
-        named = named_repositories(query, list(self._records))
+        if self._names[0] is not self._records:
+            self._names = (self._records, name_index(self._records))
+        named = named_repositories(query, self._names[1])
         if not named:
             return hits
         return [RepositoryHit(h.repository, dataclasses.replace(h.hit, score=h.hit.score * NAME_PRIOR))
                 if h.repository in named else h for h in hits]
 
 
-def named_repositories(query: str, names: Sequence[str]) -> set[str]:
-    """The repositories a query names: a name (its last "/" part) as a whole word, case aside.
+def name_index(names: Iterable[str]) -> dict[str, frozenset[str]]:
+    """The backend's repositories by the word a query would name them with: the name's last "/" part,
+    lowercased.
+
+    :param names: the backend's repository names.
+    :return: word -> the repositories it names.
+    """
+    index: dict[str, set[str]] = {}
+    for name in names:
+        short = name.rsplit("/", 1)[-1].lower()
+        if short:
+            index.setdefault(short, set()).add(name)
+    return {word: frozenset(found) for word, found in index.items()}
+
+
+def named_repositories(query: str, index: Mapping[str, frozenset[str]]) -> set[str]:
+    """The repositories a query names: a whole word of it (letters, digits, "_" and "-"; dots inside
+    too, for names like socket.io) equal to a name, case aside. One lookup per word, however many
+    repositories the backend holds.
 
     :param query: the query as written.
-    :param names: the backend's repository names.
+    :param index: :func:`name_index` of the backend's repositories.
     :return: the names the query contains.
     """
     lowered = query.lower()
-    found = set()
-    for name in names:
-        short = name.rsplit("/", 1)[-1].lower()
-        if short and re.search(rf"(?<![\w-]){re.escape(short)}(?![\w-])", lowered):
-            found.add(name)
-    return found
+    words = set(_NAME_WORD.findall(lowered)) | {w.strip(".") for w in _DOTTED_WORD.findall(lowered)}
+    return {name for word in words for name in index.get(word, ())}
 
 
 def _raw_hits(repository: str, fused: Sequence[FusedCandidate], by_key: dict[str, BackendHit],

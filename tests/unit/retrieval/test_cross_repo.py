@@ -11,7 +11,7 @@ pytest.importorskip("milvus_lite")
 
 import knowcode
 from knowcode.config import AppConfig, BackendConfig
-from knowcode.retrieval.cross_repo import named_repositories
+from knowcode.retrieval.cross_repo import name_index, named_repositories
 from knowcode.storage.milvus_backend import primary_key
 from tests._milvus import release_lite_servers  # noqa: F401 - autouse: stops the test's servers
 from tests.conftest import SAMPLE_REPO, write_tree
@@ -111,8 +111,9 @@ def test_a_query_that_names_a_repository_ranks_its_hits_first(
 
 
 def test_repository_names_are_matched_as_whole_words() -> None:
-    names = ["flask", "acme/requests", "pypi-pip", "click"]
-    assert named_repositories("how does Flask register blueprints", names) == {"flask"}
-    assert named_repositories("cookies between requests", names) == {"acme/requests"}  # a name can be a word
-    assert named_repositories("flasks, clicked, pip-tools, pypi-pip2", names) == set()
-    assert named_repositories("vendored in pypi-pip", names) == {"pypi-pip"}
+    index = name_index(["flask", "acme/requests", "pypi-pip", "click", "socket.io", "other/flask"])
+    assert named_repositories("how does Flask register blueprints", index) == {"flask", "other/flask"}
+    assert named_repositories("cookies between requests", index) == {"acme/requests"}  # a name can be a word
+    assert named_repositories("flasks, clicked, pip-tools, pypi-pip2, io", index) == set()
+    assert named_repositories("vendored in pypi-pip.", index) == {"pypi-pip"}
+    assert named_repositories("rooms in socket.io; flask.app", index) == {"socket.io", "flask", "other/flask"}
