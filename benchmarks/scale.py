@@ -172,6 +172,8 @@ def main() -> None:
     parser.add_argument("--work", type=Path, required=True, help="stores, trees and the milvus-lite file")
     parser.add_argument("--max-lines", type=int, default=DEFAULT_MAX_LINES)
     parser.add_argument("--dense-index", default="FLAT", help="FLAT (exact, default) or IVF_FLAT")
+    parser.add_argument("--timeout", type=float, default=60.0,
+                        help="seconds per Milvus request (a loaded machine stalls milvus-lite's inserts)")
     parser.add_argument("--out", type=Path, default=RESULTS / "scale.json")
     args = parser.parse_args()
     bench = find_bench_dir(args.bench)
@@ -191,7 +193,7 @@ def main() -> None:
     log(f"[scale] {len(sources)} repositories, {sum(s.lines for s in sources):,} code lines")
     embedded = AppConfig()
     milvus = AppConfig(backend=BackendConfig(kind="milvus", uri=str(db), collection="scale",
-                                             dense_index=args.dense_index))
+                                             dense_index=args.dense_index, timeout_seconds=args.timeout))
 
     index_seconds = sync_seconds = 0.0
     synced_lines = chunks = 0

@@ -157,9 +157,10 @@ def search(
     config: ConfigOption = None,
     json: JsonOption = False,
     all_repos: Annotated[bool, typer.Option(
-        "--all-repos", help="Search every repository of the shared [backend] (kind = \"milvus\").")] = False,
+        "--all-repos",
+        help="Search every repository of the shared \\[backend] (kind = \"milvus\").")] = False,
     repo_filter: Annotated[list[str] | None, typer.Option(
-        "--repo-filter", help="Search only this repository of the shared [backend] (repeatable).")] = None,
+        "--repo-filter", help="Search only this repository of the shared \\[backend] (repeatable).")] = None,
 ) -> None:
     """Ranked code for a query: path:lines, entity and a short snippet per hit."""
     if all_repos or repo_filter:
@@ -362,6 +363,25 @@ def serve(
     # (with workers, uvicorn's supervisor takes both signals, stops the workers and returns).
     run(engine, token=token, host=host, port=port, watch=watch, workers=processes, config_file=config,
         limit_concurrency=MAX_CONNECTIONS)
+
+
+@app.command("drop-repo")
+def drop_repo(
+    name: Annotated[str, typer.Argument(help="The repository's name in the shared \\[backend].")],
+    repo: RepoOption = Path(),
+    store: StoreOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Delete a repository from the shared \\[backend] (its own index stays; indexing it re-adds it)."""
+    from knowcode.search_backend import drop_repository, vector_dimension
+
+    with _errors():
+        kc = _open(repo, store, config)
+        try:
+            deleted = drop_repository(kc.config, name, vector_dimension(kc.embedder()))
+        finally:
+            kc.close()
+    typer.echo(f"dropped {name} from the backend: {deleted} chunk{'' if deleted == 1 else 's'}")
 
 
 @app.command()

@@ -72,13 +72,13 @@ T = TypeVar("T")
 # Tool descriptions: the agent pays for them on every turn, so each says what it returns in one line.
 DESCRIPTIONS = {
     "search_codebase": "Ranked code for a query (words, identifier or \"exact name\"): path, lines, "
-                       "entity, score per hit; no source text.",
+                       "entity, score per hit; no source text; `across` searches the shared [backend] "
+                       "instead.",
     "retrieve_context_for_query": "Token-budgeted Markdown context for a question: the relevant code, "
                                   "signatures and relations, with a sufficiency score.",
-    "get_entity_context": "One entity (id, qualified name, name or path:line): its source, signature, "
-                          "docstring, members, callers, callees, bases, subclasses, importers.",
-    "trace_calls": "Call graph around an entity: callers, callees or both, up to depth 5; nodes with "
-                   "path:lines, and call edges.",
+    "get_entity_context": "One entity's source, signature, docstring, members, callers, callees, bases, "
+                          "subclasses, importers.",
+    "trace_calls": "Call graph around an entity: nodes with path:lines, and call edges.",
     "impact": "What a change to an entity affects: direct and transitive dependents (callers, "
               "subclasses, importers) and affected files.",
     "index_status": "Index freshness and totals: files changed since indexing, last update, languages, "
@@ -367,6 +367,7 @@ def build_server(repos: Repositories) -> "MCPServer":
     def tool(fn: Callable[..., str]) -> Callable[..., str]:
         made = Tool.from_function(fn, description=DESCRIPTIONS[fn.__name__], structured_output=False)
         _drop_titles(made.parameters)
+        _nullable_as_type_list(made.parameters)
         tools.append(made)
         return fn
 
@@ -381,11 +382,19 @@ def build_server(repos: Repositories) -> "MCPServer":
     def target_text(target: str) -> str:
         return check_text(target, "target", MAX_TARGET_CHARS)
 
+    Across = Annotated[list[str] | None, Field(description="Its repositories to search; []: all.")]
+
     @tool
     def search_codebase(query: str, limit: Annotated[int, Field(ge=1, le=100)] = 10,
-                        repo: Repo = None) -> str:
-        return answer(lambda: repos.answer(
-            repo, lambda kc: render.search_data(query, kc.search(query_text(query), limit=limit))))
+                        repo: Repo = None, across: Across = None) -> str:
+        def run(kc: KnowCode) -> dict[str, Any]:
+            text = query_text(query)
+            if across is None:
+                return render.search_data(query, kc.search(text, limit=limit))
+            names = [check_text(name, "across", MAX_TARGET_CHARS) for name in across]
+            return render.cross_repo_data(kc.search_repositories(text, limit, names or None))
+
+        return answer(lambda: repos.answer(repo, run))
 
     @tool
     def retrieve_context_for_query(
@@ -437,6 +446,20 @@ def _drop_titles(schema: dict[str, Any]) -> None:
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
         prop.pop("title", None)
+
+
+def _nullable_as_type_list(schema: dict[str, Any]) -> None:
+    """Write pydantic's ``anyOf: [{type: T, ...}, {type: null}]`` as the equivalent, shorter JSON Schema
+    ``type: [T, "null"]`` (the agent pays for every schema token; the server validates by the signature)."""
+    for name, prop in schema.get("properties", {}).items():
+        options = prop.get("anyOf")
+        if not isinstance(options, list) or len(options) != 2 or {"type": "null"} not in options:
+            continue
+        other = next(o for o in options if o != {"type": "null"})
+        if not isinstance(other.get("type"), str):
+            continue
+        rest = {k: v for k, v in prop.items() if k != "anyOf"}
+        schema["properties"][name] = {**other, "type": [other["type"], "null"], **rest}
 
 
 def _configure_logging() -> None:

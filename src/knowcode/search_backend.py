@@ -25,6 +25,12 @@ logger = logging.getLogger(__name__)
 # The collection is created for the configured model's vector length; with embedding_provider = "none"
 # the dense field still needs one (Milvus requires a vector field): a placeholder of 2 zeros per chunk.
 NO_VECTORS_DIMENSION = 2
+MAX_NAMES_LISTED = 20  # repository names an "unknown repository" error lists (a cluster may hold thousands)
+
+
+def vector_dimension(embedder: EmbeddingProvider | None) -> int:
+    """The collection's vector length for an embedder (NO_VECTORS_DIMENSION without one)."""
+    return embedder.dimension if embedder is not None else NO_VECTORS_DIMENSION
 
 
 def repository_name(config: BackendConfig, root: Path) -> str:
@@ -72,7 +78,7 @@ class BackendSession:
 
         :return: the sync's report, or None when it failed.
         """
-        dimension = embedder.dimension if embedder is not None else NO_VECTORS_DIMENSION
+        dimension = vector_dimension(embedder)
         try:
             chunks = self._connected(dimension)
             self.last_sync = sync_repository(chunks, self.name, root=self.root, store_dir=self.store_dir,
@@ -87,7 +93,7 @@ class BackendSession:
 
     def index_for(self, embedded: SearchIndex, embedder: EmbeddingProvider | None) -> SearchIndex:
         """The search index a query uses: legs from the backend, the embedded index behind them."""
-        dimension = embedder.dimension if embedder is not None else NO_VECTORS_DIMENSION
+        dimension = vector_dimension(embedder)
         try:
             chunks = self._connected(dimension)
         except BackendError as err:
@@ -114,22 +120,31 @@ class BackendSession:
         self.legs = None
 
 
-def drop_repository(config: AppConfig, name: str, dimension: int) -> bool:
+def drop_repository(config: AppConfig, name: str, dimension: int) -> int:
     """Delete a repository from the shared backend: its chunks and its registry entry (its own store
-    and embedded index are left alone).
+    and embedded index are left alone; indexing it again with this backend adds it back).
 
     :param config: the configuration naming the backend.
     :param name: the repository's name in the backend.
     :param dimension: the collection's vector length (the embedding model's).
-    :return: whether the backend knew the repository.
+    :return: the chunks deleted.
+    :raises ValueError: the backend is the embedded one, or holds no repository of that name.
     :raises BackendError: Milvus cannot be reached.
     """
+    if config.backend.kind == "embedded":
+        raise ValueError("dropping a repository needs a shared backend: set [backend] kind = \"milvus\" "
+                         "and a uri in the config")
     chunks = connect(config, dimension)
     try:
-        known = name in chunks.repositories() or bool(chunks.chunk_ids(name))
+        held = chunks.repositories()
+        count = chunks.count([name])
+        if name not in held and not count:
+            listed = ", ".join(sorted(held)[:MAX_NAMES_LISTED]) or "none"
+            more = f" and {len(held) - MAX_NAMES_LISTED} more" if len(held) > MAX_NAMES_LISTED else ""
+            raise ValueError(f"the backend holds no repository {name!r} (it holds: {listed}{more})")
         chunks.drop_repository(name)
         chunks.flush()
-        return known
+        return count
     finally:
         chunks.close()
 
@@ -152,7 +167,7 @@ def open_cross_repo_search(config: AppConfig, embedder: EmbeddingProvider | None
     if config.backend.kind == "embedded":
         raise ValueError("searching across repositories needs a shared backend: set [backend] kind = "
                          "\"milvus\" and a uri in the config")
-    dimension = embedder.dimension if embedder is not None else NO_VECTORS_DIMENSION
+    dimension = vector_dimension(embedder)
     return CrossRepoSearch(connect(config, dimension), embedder, alpha=config.hybrid_alpha,
                            top_k_multiplier=config.reranker_top_k_multiplier, signals=config.ranking,
                            cross_encoder=cross_encoder, open_store=_open_store)

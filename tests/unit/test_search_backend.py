@@ -68,3 +68,36 @@ def test_cli_across_repositories_with_the_server_down_exits_1(tmp_path: Path) ->
                                  str(config), "--all-repos"])
     assert result.exit_code == EXIT_FAILURE
     assert result.stderr.count("error:") == 1 and "127.0.0.1:9" in result.stderr
+
+
+def test_cli_drops_a_repository_from_the_backend(tmp_path: Path) -> None:
+    pytest.importorskip("pymilvus")
+    pytest.importorskip("milvus_lite")
+    config = tmp_path / "org.toml"
+    config.write_text(f'[backend]\nkind = "milvus"\nuri = "{tmp_path / "org.db"}"\n')
+    first = write_tree(tmp_path / "first", SAMPLE_REPO)
+    second = write_tree(tmp_path / "second",
+                        {"app/engine.py": "class Engine:\n    def run(self):\n        pass\n"})
+    runner = CliRunner(env={"KNOWCODE_CACHE_DIR": str(tmp_path / "cache")})
+    for root in (first, second):
+        assert runner.invoke(app, ["index", str(root), "--config", str(config)]).exit_code == 0
+    base = ["--repo", str(first), "--config", str(config)]
+    result = runner.invoke(app, ["drop-repo", "second", *base])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("dropped second from the backend: ") and " 0 chunks" not in result.stdout
+    found = json.loads(runner.invoke(app, ["search", "engine run", *base, "--all-repos", "--json"]).stdout)
+    assert {hit["repository"] for hit in found["hits"]} == {"first"}
+    again = runner.invoke(app, ["drop-repo", "second", *base])
+    assert again.exit_code == EXIT_BAD_INPUT
+    assert "no repository 'second' (it holds: first)" in again.stderr and again.stderr.count("\n") == 1
+    # Its own index is left alone: indexing it again puts it back.
+    assert runner.invoke(app, ["index", str(second), "--config", str(config)]).exit_code == 0
+    found = json.loads(runner.invoke(app, ["search", "engine run", *base, "--all-repos", "--json"]).stdout)
+    assert {hit["repository"] for hit in found["hits"]} == {"first", "second"}
+
+
+def test_cli_drop_repo_without_a_shared_backend_exits_2(tmp_path: Path) -> None:
+    write_tree(tmp_path / "repo", SAMPLE_REPO)
+    runner = CliRunner(env={"KNOWCODE_CACHE_DIR": str(tmp_path / "cache")})
+    result = runner.invoke(app, ["drop-repo", "repo", "--repo", str(tmp_path / "repo")])
+    assert result.exit_code == EXIT_BAD_INPUT and "[backend] kind" in result.stderr

@@ -7,13 +7,19 @@
    (signals, precise entities, definitions a query names): its orchestrator is handed the *global*
    leg lists, with other repositories' chunks in place as keys its store does not hold, so every
    candidate keeps its global rank, and so its fused score, and the orchestrator skips the others.
-4. The repositories' hits are merged by score. A repository whose store is not on this machine
-   answers with its chunks as the backend holds them (path, lines, entity), ranked by fused score.
+4. The repositories' hits are merged by score, those of a repository the query names (a whole word
+   equal to its name) scaled by NAME_PRIOR. A repository whose store is not on this machine answers
+   with its chunks as the backend holds them (path, lines, entity), ranked by fused score.
+
+Why the hits of other repositories still outrank the repository a question was written for, and what
+was tried against it: benchmarks/results/scale.md ("Why all repositories lose").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,6 +48,14 @@ from knowcode.storage.milvus_backend import BackendHit, RepositoryRecord, primar
 from knowcode.storage.store import Store
 from knowcode.storage.vector_store import FloatMatrix, VectorStore
 
+# A hit of a repository the query names ("how does flask register blueprints") has its score scaled by
+# this. Measured on benchmarks/scale.py's collections (benchmarks/results/scale.md, "What was tried"):
+# 1.5 and 2.0 gained +0.001-0.002 NDCG@10 over all repositories (4 queries that name their repository up,
+# 1 down: "HTTP requests" names the repository requests); it stays mild because a name can be a word.
+NAME_PRIOR = 1.5
+_NAME_WORD = re.compile(r"[\w-]+")
+_DOTTED_WORD = re.compile(r"[\w.-]+")
+
 
 @dataclass(frozen=True, slots=True)
 class RepositoryHit:
@@ -61,6 +75,7 @@ class CrossRepoResults:
     errors: tuple[str, ...] = ()
     repositories: tuple[str, ...] = ()  # those that had candidates, in the order of their best one
     legs: dict[str, int] = field(default_factory=dict)
+    pool: tuple[tuple[str, str], ...] = ()  # the fused candidates' (repository, path), best first
 
 
 class _Preset:
@@ -146,6 +161,7 @@ class CrossRepoSearch:
         self.cross_encoder = cross_encoder
         self.open_store = open_store
         self._records: dict[str, RepositoryRecord] = {}
+        self._names: tuple[object, dict[str, frozenset[str]]] = (None, {})  # (of which records, index)
         self._rankers: dict[str, _Ranker | None] = {}
         self._hits: dict[str, list[BackendHit]] = {"sparse": [], "dense": []}
         self._repositories: list[str] | None = None
@@ -231,11 +247,56 @@ class CrossRepoSearch:
             errors.extend(e for e in result.errors if e not in errors and not e.startswith("nothing matched"))
             if result.mode is RetrievalMode.EXACT:
                 mode = RetrievalMode.EXACT
+        merged = self._named_first(query, merged)
         merged.sort(key=lambda r: (-r.hit.score, r.repository, r.hit.path, r.hit.start_line))
         if not merged:
             errors.append("nothing matched: try other words, an identifier, or a \"quoted name\"")
+        pool = tuple((by_key[f.chunk_id].repository, by_key[f.chunk_id].path) for f in fused)
         return CrossRepoResults(query, mode, tuple(merged[:limit]), tuple(errors), tuple(order),
-                                {"sparse": len(sparse_keys), "dense": len(dense_keys)})
+                                {"sparse": len(sparse_keys), "dense": len(dense_keys)}, pool)
+
+    def _named_first(self, query: str, hits: list[RepositoryHit]) -> list[RepositoryHit]:
+        """The hits, those of the repositories the query names scaled by NAME_PRIOR."""
+        if len({h.repository for h in hits}) < 2:
+            return hits  # one repository (a filtered search): a common factor changes nothing
+        if not self._records:
+            self._records = self.backend.repositories()
+        if self._names[0] is not self._records:
+            self._names = (self._records, name_index(self._records))
+        named = named_repositories(query, self._names[1])
+        if not named:
+            return hits
+        return [RepositoryHit(h.repository, dataclasses.replace(h.hit, score=h.hit.score * NAME_PRIOR))
+                if h.repository in named else h for h in hits]
+
+
+def name_index(names: Iterable[str]) -> dict[str, frozenset[str]]:
+    """The backend's repositories by the word a query would name them with: the name's last "/" part,
+    lowercased.
+
+    :param names: the backend's repository names.
+    :return: word -> the repositories it names.
+    """
+    index: dict[str, set[str]] = {}
+    for name in names:
+        short = name.rsplit("/", 1)[-1].lower()
+        if short:
+            index.setdefault(short, set()).add(name)
+    return {word: frozenset(found) for word, found in index.items()}
+
+
+def named_repositories(query: str, index: Mapping[str, frozenset[str]]) -> set[str]:
+    """The repositories a query names: a whole word of it (letters, digits, "_" and "-"; dots inside
+    too, for names like socket.io) equal to a name, case aside. One lookup per word, however many
+    repositories the backend holds.
+
+    :param query: the query as written.
+    :param index: :func:`name_index` of the backend's repositories.
+    :return: the names the query contains.
+    """
+    lowered = query.lower()
+    words = set(_NAME_WORD.findall(lowered)) | {w.strip(".") for w in _DOTTED_WORD.findall(lowered)}
+    return {name for word in words for name in index.get(word, ())}
 
 
 def _raw_hits(repository: str, fused: Sequence[FusedCandidate], by_key: dict[str, BackendHit],

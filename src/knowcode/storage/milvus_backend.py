@@ -67,6 +67,10 @@ def dense_search_params(index_type: str, limit: int) -> dict[str, int]:
 # Loading 190k chunks from a milvus-lite file took ~15 s on 2 busy cores (benchmarks/scale.py); a
 # cluster loading segments after a restart can take minutes.
 LOAD_TIMEOUT_SECONDS = 600.0
+# Opening a milvus-lite file starts its server process, which pymilvus waits for within the connect's
+# timeout: 3.4 s on a quiet machine, 28.7 s on 2 cores at load average 9-11 (measured 2026-12-01),
+# where the request timeout (10 s by default) failed every connect. A server URI keeps the request timeout.
+LITE_START_TIMEOUT_SECONDS = 120.0
 REPOS_SUFFIX = "_repos"  # the repository registry's collection: <collection>_repos
 _REGISTRY_DIM = 2  # Milvus requires a vector field in every collection; the registry's is a placeholder
 
@@ -196,7 +200,8 @@ class MilvusChunkStore:
         pymilvus = _import_pymilvus()
         local = "://" not in uri  # a milvus-lite file
         try:
-            client = pymilvus.MilvusClient(uri=uri, token=token, timeout=timeout,
+            start = max(timeout, LITE_START_TIMEOUT_SECONDS) if local else timeout
+            client = pymilvus.MilvusClient(uri=uri, token=token, timeout=start,
                                            grpc_options=LITE_GRPC_OPTIONS if local else {})
         except Exception as err:
             hint = (" (a milvus-lite file is opened by one process at a time: is another one using it? "

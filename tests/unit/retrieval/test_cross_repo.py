@@ -11,6 +11,7 @@ pytest.importorskip("milvus_lite")
 
 import knowcode
 from knowcode.config import AppConfig, BackendConfig
+from knowcode.retrieval.cross_repo import name_index, named_repositories
 from knowcode.storage.milvus_backend import primary_key
 from tests._milvus import release_lite_servers  # noqa: F401 - autouse: stops the test's servers
 from tests.conftest import SAMPLE_REPO, write_tree
@@ -80,8 +81,9 @@ def test_dropping_a_repository_removes_it_from_searches(
     from knowcode.search_backend import drop_repository
 
     first, second = indexed
-    assert drop_repository(second.config, "second", 256)
-    assert not drop_repository(second.config, "second", 256)
+    assert drop_repository(second.config, "second", 256) > 0
+    with pytest.raises(ValueError, match=r"no repository 'second' \(it holds: first\)"):
+        drop_repository(second.config, "second", 256)
     results = first.search_repositories("engine run helper value", limit=10)
     assert {r.repository for r in results.hits} == {"first"}
     first.close(), second.close()
@@ -92,3 +94,26 @@ def test_cross_repository_search_needs_a_shared_backend(sample_repo: Path, tmp_p
     with pytest.raises(ValueError, match=r"\[backend\] kind"):
         kc.search_repositories("engine")
     kc.close()
+
+
+def test_a_query_that_names_a_repository_ranks_its_hits_first(
+        indexed: tuple[knowcode.KnowCode, knowcode.KnowCode]) -> None:
+    first, second = indexed
+
+    def helper_order(query: str) -> list[str]:
+        hits = first.search_repositories(query, limit=10).hits
+        return [r.repository for r in hits if r.hit.path == "pkg/util.py" and r.hit.name == "helper"]
+
+    # pkg/util.py is the same file in both: only the name the query says tells them apart.
+    assert helper_order("the helper of second") == ["second", "first"]
+    assert helper_order("the helper of first") == ["first", "second"]
+    first.close(), second.close()
+
+
+def test_repository_names_are_matched_as_whole_words() -> None:
+    index = name_index(["flask", "acme/requests", "pypi-pip", "click", "socket.io", "other/flask"])
+    assert named_repositories("how does Flask register blueprints", index) == {"flask", "other/flask"}
+    assert named_repositories("cookies between requests", index) == {"acme/requests"}  # a name can be a word
+    assert named_repositories("flasks, clicked, pip-tools, pypi-pip2, io", index) == set()
+    assert named_repositories("vendored in pypi-pip.", index) == {"pypi-pip"}
+    assert named_repositories("rooms in socket.io; flask.app", index) == {"socket.io", "flask", "other/flask"}
