@@ -29,7 +29,11 @@ def test_an_unset_token_variable_is_named_not_read(monkeypatch: pytest.MonkeyPat
         connect(config, 4)
 
 
-def test_cli_searches_across_repositories_and_filters(tmp_path: Path) -> None:
+def _two_repositories_in_one_backend(tmp_path: Path) -> tuple[CliRunner, Path, Path, Path]:
+    """Index two repositories, "first" and "second", into one milvus-lite file through the CLI.
+
+    :return: the runner, the config file and both roots.
+    """
     pytest.importorskip("pymilvus")
     pytest.importorskip("milvus_lite")
     config = tmp_path / "org.toml"
@@ -40,6 +44,11 @@ def test_cli_searches_across_repositories_and_filters(tmp_path: Path) -> None:
     runner = CliRunner(env={"KNOWCODE_CACHE_DIR": str(tmp_path / "cache")})
     for root in (first, second):
         assert runner.invoke(app, ["index", str(root), "--config", str(config)]).exit_code == 0
+    return runner, config, first, second
+
+
+def test_cli_searches_across_repositories_and_filters(tmp_path: Path) -> None:
+    runner, config, first, _ = _two_repositories_in_one_backend(tmp_path)
     result = runner.invoke(app, ["search", "engine run", "--repo", str(first), "--config", str(config),
                                  "--all-repos", "--json"])
     assert result.exit_code == 0, result.output
@@ -71,16 +80,7 @@ def test_cli_across_repositories_with_the_server_down_exits_1(tmp_path: Path) ->
 
 
 def test_cli_drops_a_repository_from_the_backend(tmp_path: Path) -> None:
-    pytest.importorskip("pymilvus")
-    pytest.importorskip("milvus_lite")
-    config = tmp_path / "org.toml"
-    config.write_text(f'[backend]\nkind = "milvus"\nuri = "{tmp_path / "org.db"}"\n')
-    first = write_tree(tmp_path / "first", SAMPLE_REPO)
-    second = write_tree(tmp_path / "second",
-                        {"app/engine.py": "class Engine:\n    def run(self):\n        pass\n"})
-    runner = CliRunner(env={"KNOWCODE_CACHE_DIR": str(tmp_path / "cache")})
-    for root in (first, second):
-        assert runner.invoke(app, ["index", str(root), "--config", str(config)]).exit_code == 0
+    runner, config, first, second = _two_repositories_in_one_backend(tmp_path)
     base = ["--repo", str(first), "--config", str(config)]
     result = runner.invoke(app, ["drop-repo", "second", *base])
     assert result.exit_code == 0, result.output
