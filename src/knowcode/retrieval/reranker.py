@@ -70,6 +70,10 @@ UNDIVERSE_QUERY_TOKENS = 12
 # span-level questions (12-40 words) hold 10-21 tokens, the issue reports of bench/issues a median of 76
 # (7 of 100 hold at most 24). A report mentions docs in passing and names no kind of code it wants.
 QUESTION_TOKENS = 24
+# Queries whose facts are kept: one query is read by the fusion (wants_code_only) and by each tier's
+# signal scoring, and the longest report of bench/issues (1,200 words) takes ~4.5 ms to read (measured);
+# a few recent queries suffice.
+QUERY_FACTS_CACHE = 32
 # Words that make a question (not a report) about documentation, so prose files are not penalised for it.
 _DOC_WORDS = frozenset(tokenize("doc docs documentation documented readme changelog guide tutorial"))
 _CALLABLE = frozenset({EntityKind.FUNCTION, EntityKind.METHOD})
@@ -173,6 +177,7 @@ class _Query:
         return bool(self.words & _DOC_WORDS) and not self.is_report
 
     @classmethod
+    @lru_cache(maxsize=QUERY_FACTS_CACHE)
     def of(cls, query: str) -> _Query:
         stripped = query.strip()
         words = frozenset(tokenize(stripped))
