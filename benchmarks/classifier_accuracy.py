@@ -13,11 +13,16 @@ tests/data/classifier_README.md for how each was written and which were tuned on
 * ``classifier_queries_v4_tuning.jsonl`` (157) and ``classifier_queries_v4_holdout.jsonl`` (154): 311
   questions written to the shared questions' label conventions (symptom reports, curiosity "why"
   questions, bare identifiers, long whole-repository questions), split and tuned on the same way;
+* ``classifier_queries_v5_tuning.jsonl`` (100) and ``classifier_queries_v5_holdout.jsonl`` (100): 200
+  questions written fresh with more of the weak types (whole-repository, review, symptom-style debug
+  questions), split and tuned on the same way;
 * the shared span-level questions (``../shared/bench/questions/*.json``, 120 with a ``task`` label), a test
   set that is never tuned on; skipped with a note when the folder is absent.
 
-Rows of the confusion matrix are the labels, columns the predictions. Accuracy by confidence bin shows
-whether the confidence means something: a higher bin should be right more often. With ``--baseline-src
+Rows of the confusion matrix are the labels, columns the predictions. The shared questions' misses are
+recorded as a count only: they are a test set, and their texts in the results would invite tuning on them.
+Accuracy by confidence bin shows whether the confidence means something: a higher bin should be right more
+often. With ``--baseline-src
 DIR`` the classifier module of another checkout (``DIR/knowcode/llm/query_classifier.py``, e.g. a worktree
 of main) is scored on the same sets in the same run, and recorded beside the current one.
 
@@ -44,7 +49,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 DATA = ROOT / "tests" / "data"
 DEFAULT_SETS = tuple(DATA / f"classifier_queries{name}.jsonl" for name in (
-    "", "_holdout", "_v2_tuning", "_v2_holdout", "_v3_tuning", "_v3_holdout", "_v4_tuning", "_v4_holdout"))
+    "", "_holdout", "_v2_tuning", "_v2_holdout", "_v3_tuning", "_v3_holdout", "_v4_tuning", "_v4_holdout",
+    "_v5_tuning", "_v5_holdout"))
 # Where the shared span-level questions are looked for: the benchmark folder corpus_sets.py uses
 # ($KNOWCODE_BENCH_DIR, else bench/ beside the repository, else ../shared/bench), its questions/ folder.
 BENCH_DIR_ENV = "KNOWCODE_BENCH_DIR"
@@ -172,6 +178,19 @@ def evaluate(labelled: Iterable[tuple[str, TaskType]],
             "misses": misses}
 
 
+def without_test_texts(name: str, report: dict[str, Any]) -> dict[str, Any]:
+    """The report to record: for the shared test set, the misses as a count instead of their texts.
+
+    :param name: the set's name (:data:`SHARED_SET` for the shared questions).
+    :param report: what :func:`evaluate` returned for the set.
+    :return: the report itself for a labelled set; a copy with ``misses`` replaced by its length for the
+        shared questions.
+    """
+    if name != SHARED_SET:
+        return report
+    return {**report, "misses": len(report["misses"])}
+
+
 def format_matrix(matrix: dict[str, dict[str, int]]) -> str:
     """Render the confusion matrix as a fixed-width table (rows: label, columns: prediction)."""
     labels = [task.value for task in TaskType]
@@ -201,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Evaluate each query set, print the figures and record them as JSON; return the exit status."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--queries", type=Path, nargs="+", default=list(DEFAULT_SETS),
-                        help="JSON Lines files of {query, task_type} (default: the six sets in tests/data)")
+                        help="JSON Lines files of {query, task_type} (default: the ten sets in tests/data)")
     parser.add_argument("--shared-questions", type=Path, default=None, metavar="DIR",
                         help="folder of the shared span-level questions (*.json with a task label; default: "
                              f"questions/ in ${BENCH_DIR_ENV} or ../shared/bench); skipped when absent")
@@ -230,11 +249,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         result["baseline"] = {"src": str(args.baseline_src), "sets": {}}
     for name, labelled in sets.items():
         report = evaluate(labelled)
-        result["sets"][name] = report
+        result["sets"][name] = without_test_texts(name, report)
         print(format_report(name, report), end="\n\n")
         if baseline is not None:
             before = evaluate(labelled, baseline)
-            result["baseline"]["sets"][name] = before
+            result["baseline"]["sets"][name] = without_test_texts(name, before)
             print(format_report(f"{name} (baseline)", before), end="\n\n")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

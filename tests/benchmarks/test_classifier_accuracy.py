@@ -86,6 +86,21 @@ def test_main_runs_on_a_tiny_set_and_writes_every_figure(tmp_path: Path,
     assert set(sets["q.jsonl"]) >= {"accuracy", "precision", "recall", "confusion", "by_confidence", "misses"}
 
 
+def test_the_shared_test_sets_misses_are_recorded_as_a_count_without_their_texts(tmp_path: Path) -> None:
+    out = tmp_path / "result.json"
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "x.json").write_text(json.dumps([{"query": NO_CUE, "task": "review"},
+                                               {"query": "where is the router", "task": "locate"}]))
+    assert classifier_accuracy.main(["--queries", str(_tiny_set(tmp_path)), "--shared-questions", str(shared),
+                                     "--out", str(out)]) == 0
+    text = out.read_text()
+    sets = json.loads(text)["sets"]
+    assert sets["shared_questions"]["misses"] == 1
+    assert NO_CUE not in text
+    assert sets["q.jsonl"]["misses"] == []  # a labelled set keeps its misses' texts (here: none)
+
+
 def test_main_still_runs_when_the_shared_folder_is_absent(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "result.json"

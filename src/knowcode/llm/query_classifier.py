@@ -181,13 +181,15 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"(?<!\band )\bwhere(?:'s|\s+is|\s+are|\s+do|\s+does|\s+did|\s+can|\s+in)\b", STRONG),
         # "which file ..." as the ask itself; "how does it decide which files changed" embeds it in another
         (rf"(?:^|[.;:?!]\s+|,\s*(?:and\s+)?|\b(?:tell|show)\s+(?:me|us)\s+|\b(?:know|see|find)\s+)\W*"
-         rf"(?:which|what|in which|in what)\s+(?:\w+\s+)?(?:{_CODE_NOUN}|handlers?|components?|helpers?"
+         rf"(?:which|what|in which|in what)\s+(?:(?!(?:is|are|was|were|does|do)\b)\w+\s+)?"
+         rf"(?:{_CODE_NOUN}|handlers?|components?|helpers?"
          r"|middlewares?|services?|routes?|endpoints?|scripts?|templates?|places?|lines?|migrations?|beans?"
          r"|decorators?|parts? of the code(?:base)?)\b",
          STRONG),
         (r"\bfind\s+(?:the|all|every|where|me|each)\b|\blocat(?:e|ing|ion)\b|\bpoint(?:er)?\s+(?:me\s+)?to\b"
          r"|\b(?:show me|take me to|jump to|go to|navigate to)\b", STRONG),
-        (r"\b(?:usages?|call ?sites?|references|occurrences|callers)\s+(?:of|to|for|across)\b"
+        (r"\b(?:usages?|call ?sites?|occurrences|callers)\s+(?:of|to|for|across)\b"
+         r"|\breferences\s+(?:to|across)\b"
          r"|\b(?:who|what)\s+(?:calls|uses|imports|references|instantiates|defines|sets|registers)\b"
          r"|\bevery place\b|\blist them\b", STRONG),
         (r"\b(?:definition|declaration|implementation)\s+of\b|\b(?:defined|declared|instantiated|lives?|live"
@@ -214,13 +216,15 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\bexpla(?:in\w*|nation\w*)\b|\bwalk\s+(?:me\s+)?through\b"
          r"|\bwhat\s+happens\s+(?:when|if|after|before|during|on)\b", STRONG),
         (r"\bwhat\s+(?:does|do)\b[^?]{0,60}\b(?:do|does|mean|change|control"
-         r"|accomplish|buy|save|add)\b", MEDIUM),
+         r"|accomplish|buy|save|add|protect|prevent|guard|solve|achieve|represent)\b", MEDIUM),
         (r"\bhow\s+(?:the|a|an|this|that|our|we|it|they)\b|\bhow\s+(?:\w+\s+){0,5}?works?\b", MEDIUM),
         (r"\b(?:rundown|break(?:\s+\w+)?\s+down|breakdown|run me through|step[- ]by[- ]step|steps of"
          r"|how come|go(?:ing)? through|run through|in plain words|in (?:what|which) order)\b", MEDIUM),
         # a question between two behaviours: "is the body sent chunked or buffered first?"
         (r"(?:^|[.:;]\s+)(?:is|are|does|do|will|would)\b[^?]*?\bor\b[^?]*\?", MEDIUM),
-        (r"\bused\s+for\b|\bfor what\b|\bwhat\s+for\b|\b(?:describe|description of)\b", MEDIUM),
+        # "what is X for?": the purpose of a thing, however it is named (a path, a class, a flag)
+        (r"\bused\s+for\b|\bfor what\b|\bwhat\s+for\b|\b(?:describe|description of)\b"
+         r"|\bwhat(?:'s|\s+is|\s+are)\b[^?]{1,80}?\bfor\s*\?", MEDIUM),
         (r"\b(?:understand\w*|make sense of|confus\w+|idea behind|the point of)\b", MEDIUM),
         (r"\b(?:purpose|role|responsibilit\w+|meaning|rationale|intent|contract)\b", MEDIUM),
         (r"\b(?:instead of|rather than|versus|difference between|differ from|compared? (?:to|with))\b",
@@ -241,7 +245,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|integrate|introduce|allow|enable|customi[sz]e|override|subclass|swap|replace)\b", STRONG),
         # a request that opens with the change: "add a --json flag", "implement soft deletes"
         (r"^\W*(?:please\s+|let's\s+|can (?:we|you|i)\s+)?(?:add|implement|support|create|build|write|make"
-         r"|extend|give(?!\s+(?:me|us)\b)|introduce|allow|enable|expose|teach|wire|integrate|plug)\b",
+         r"|extend|give(?!\s+(?:me|us)\b)|introduce|allow|enable|expose|teach|wire|integrate|plug"
+         r"|let(?!'s|\s+(?:me|us)\s+(?:know|see|understand)))\b"
+         r"|\bhelp\s+(?:me|us)\s+(?:to\s+)?(?:add|implement|support|build|write|create|make|extend)\b",
          STRONG),
         (r"\bimplement\b|\bextend\w*\b|\bsupport(?:s|ing)?\s+(?:for|of)\b"
          r"|\bwhat\s+(?:would it take|changes are needed|do i need to change)"
@@ -279,7 +285,7 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|unsafe|correct|right|ok|okay|fine|enough|complete|sound|secure|robust|problems?|issues?|mistakes?"
          r"|bad idea|good idea"
          r"|dangerous|risky|consistent|inconsistent|idempotent|break|leak\w*|lose|proper|acceptable"
-         r"|gracefully|wrong|missing|testing anything|premature|the right thing|hide|mask|swallow|always"
+         r"|gracefully|wrong|missing|testing anything|premature|the right thing|hide|mask|swallows?|always"
          r"|everywhere|every time|in every case)\b",
          STRONG),
         (r"\b(?:security|secure|vulnerab\w+|injection|xss|csrf|exploit\w*|unsafe|saniti[sz]\w+|traversal"
@@ -290,11 +296,27 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|mistakes?|holes?|gaps?|concerns?)\b|\b(?:what could|could (?:this|it))\s+(?:go wrong|break|fail)"
          r"|\bwhat\s+(?:could|can)\s+go wrong\b|\banything\s+(?:wrong|off|missing|risky|unsafe|problematic)"
          r"|\bwhat are the risks\b", STRONG),
+        # "what would break if I renamed X", "what else depends on it": the blast radius of a change
+        (r"\bwhat\s+(?:else\s+)?(?:would|could|might|will)\s+(?:\w+\s+){0,2}?(?:break|fail|go wrong"
+         r"|be affected|stop working)\b|\bwhat\s+else\s+(?:depends|relies|breaks|uses)\b"
+         r"|\b(?:should|do|must)\s+(?:i|we)\s+(?:be\s+)?(?:worr\w+|concern\w+)\b", STRONG),
+        # a judged change: "would making Config frozen break ...", "I'm about to change the default"
+        (r"\b(?:would|will|does|could|is)\s+(?:\w+\s+){0,2}?(?:making|changing|renaming|removing|dropping"
+         r"|deleting|switching|turning|moving|replacing|bumping|upgrading|lowering|raising)\b"
+         r"|\b(?:about to|planning to|going to|want to|before (?:i|we))\s+(?:\w+\s+)?(?:change|rename|remove"
+         r"|drop|delete|switch|merge|replace|lower|raise)\b", MEDIUM),
+        # several actors on one thing: "can two workers pick up the same task?"
+        (r"\b(?:two|multiple|several|many|concurrent|parallel)\s+(?:\w+\s+)?(?:workers?|threads?|processes"
+         r"|requests?|clients?|users?|nodes?|instances?|goroutines?|tasks?|consumers?|writers?|callers?"
+         r"|replicas?)\b|\b(?:simultaneous\w*|at the same time|in parallel)\b", MEDIUM),
+        (r"\b(?:dead (?:weight|code)|unused|redundant|unnecessary|overkill|worth it)\b", MEDIUM),
         (r"\b(?:best practices?|style guide|conventions?|idiomatic|pep ?8|lint\w*)\b", MEDIUM),
         # a failure the asker fears rather than has seen: "are there calls that could hang indefinitely?"
         (r"\b(?:could|can|might|would)\s+(?:\w+\s+){0,2}?(?:hang|deadlock|leak|overflow|race|loop forever"
          r"|go wrong|be exploited|be abused|lose)\b", MEDIUM),
-        (r"\b(?:pull request|pr|diff|changes?|patch|commit|before merging)\b", MEDIUM),
+        (r"\b(?:pull request|pr|diff|changes|patch|commit|before merging)\b"
+         r"|\b(?:this|that|my|our|the|these)\s+(?:\w+\s+)?change\b|\b(?:the|this|my|our)\s+new\s+\w+",
+         MEDIUM),
         (r"\b(?:check|look|scan)\s+(?:\w+\s+){0,5}?for\b|\bpoint out\b|\bcheck (?:whether|if|that)\b",
          MEDIUM),
         (r"\b(?:correct(?:ness|ly)?|properly|edge cases?|corner cases?|off[- ]by[- ]one|test coverage"
@@ -306,14 +328,15 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:merg(?:e|ing)|approve|lgtm|sign[- ]off|what would you change|feedback|assess\w*|evaluate)\b"
          r"|\b(?:follows?|(?:covers?|handles?)\s+(?:every|all|each))\b", MEDIUM),
         (r"^\W*(?:is|are|does|do|would|could|should)\s+(?:it|this|that|there|these|the|our|my)\b", MEDIUM),
-        (r"\b(?:improve\w*|refactor\w*|clean ?up|simplif\w+|design|suspicious|flag)\b", WEAK),
+        (r"\b(?:improve\w*|refactor\w*|clean ?up|simplif\w+|design|suspicious)\b", WEAK),
     ),
     TaskType.GENERAL: (
         (r"\boverview\b|\bsummar(?:y|ies|ise|ize|ising|izing)\b|\b(?:high[- ]level|big picture|bird'?s[- ]eye"
          r"|tl;?dr|orientation|lay of the land)\b", STRONG),
         (r"\b(?:tour|onboard\w*|new (?:here|to (?:this|the)|contributors?|users?|maintainers?)|newcomers?"
          r"|never used|first (?:time|contribution)|get(?:ting)? started"
-         r"|where (?:should|do|can) (?:i|we) (?:start|begin)|read first)\b", STRONG),
+         r"|where (?:should|do|can) (?:i|we) (?:start|begin)|joining the team|new to the team"
+         r"|(?:read|understand|learn|study|know|look at)\s+first)\b", STRONG),
         (r"\bwhat\s+(?:(?:is|does)\s+)?(?:this|the)\s+(?:\w+\s+)?(?:repo|repository|codebase|project|library|tool|app"
          r"|application|package|service|system)\w*(?:\s+(?:even\s+)?(?:does|do|is|solve\w*|provide\w*))?\b"
          r"|^\W*what\s+is\s+this\W*$", STRONG),
@@ -330,10 +353,19 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|monorepo|system|package|library|service|toolkit|sdk|engine|tool|cli|pipeline|platform)\b"
          r"|\bthe\s+(?:repo|repository|codebase|code ?base|project|monorepo)\b",
          MEDIUM),
-        (r"\b(?:organi[sz]ed|organi[sz]ation|layout|laid out|structure|architecture|monolith\w*)\b", STRONG),
+        (r"\b(?:organi[sz]ed|organi[sz]ation|layout|laid out|structure|architecture|monolith\w*)\b"
+         r"|\b(?:is|are)\s+(?:\w+\s+){0,3}?structured\b", STRONG),
+        # an explanation whose object is the whole repository: "walk me through the codebase"
+        (r"\b(?:walk\s+(?:me\s+|us\s+)?through|explain|describe|summari[sz]e|introduce|tour of|go through)\s+"
+         r"(?:me\s+|us\s+)?(?:the|this|your|our)\s+(?:whole\s+|entire\s+)?(?:repo|repository|codebase"
+         r"|code ?base|project|monorepo|architecture)\b", STRONG),
+        # how the parts relate: "how do the frontend and backend talk to each other"
+        (r"\b(?:talk|relate|interact|communicate|connect|depend)\w*\s+(?:to|with|on)\s+"
+         r"(?:each other|one another)\b", MEDIUM),
         (r"\b(?:directory|directories|folders?)\b", WEAK),
         (r"\blist\s+(?:all|the|of|every)\b|\b(?:how many|how big|how large|size of|how mature)\b", MEDIUM),
-        (r"\b(?:main|key|core|major|top[- ]level|few)\s+(?:modules|components|parts|pieces|packages|features"
+        (r"\b(?:main|key|core|major|top[- ]level|few|big|biggest|important|principal|primary)\s+"
+         r"(?:modules|components|parts|pieces|packages|features"
          r"|concepts|dependencies|areas|directory|directories|logic|objects|classes|types|ideas)\b", MEDIUM),
         (r"\b(?:contribut\w+|map (?:of|out)|landscape|release process|versioning|deployed|conventions)\b",
          MEDIUM),

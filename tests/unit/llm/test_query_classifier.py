@@ -192,6 +192,62 @@ NEWCOMER_QUESTIONS = [
 ]
 V4_TABLES = WHY_THEN_MECHANISM + SYMPTOM_THEN_QUESTION + NEWCOMER_QUESTIONS
 
+# The v5 round, from the v5 tuning half: the blast radius of a planned change, a fear, several actors on one
+# thing and a doubtful addition are review; "what is X for?" and what a construct protects against are
+# explain; "help me add", an imperative "Let X do Y" are extend; a whole-repository object is general.
+BLAST_RADIUS_AND_FEARS = [
+    "what would break if I renamed `UserProfile.display_name` to `name`?",
+    "Should I be worried that parse_config swallows every exception and returns an empty dict?",
+    "I'm about to change the default timeout from 30s to 5s. What else depends on that value and could start "
+    "failing?",
+    "Can two workers pick up the same scheduled task if the heartbeat is delayed?",
+    "Would making `Config` a frozen dataclass break the code that patches settings in tests?",
+    "Does the new index on (tenant_id, created_at) actually get used by the dashboard query, or is it dead "
+    "weight?",
+]
+PURPOSE_QUESTIONS = [
+    "What is middleware/tenant.py for?",
+    "Why does the cache use weak references for the compiled templates?",
+    "What does the `Arc<Mutex<..>>` around the registry protect against in the server?",
+    "what does the `strict` flag on the parser change",
+]
+CHANGE_REQUESTS = [
+    "Can you help me add caching to the `get_user_permissions` call?",
+    "Let the scheduler accept cron expressions with seconds.",
+]
+WHOLE_REPOSITORY = [
+    "How is this project structured?",
+    "What are the big components here and what does each one own?",
+    "which parts of the codebase are the most important to understand first",
+    "Walk me through the codebase like I'm joining the team on Monday.",
+]
+V5_TABLES = BLAST_RADIUS_AND_FEARS + PURPOSE_QUESTIONS + CHANGE_REQUESTS + WHOLE_REPOSITORY
+
+
+@pytest.mark.parametrize(("query", "task"), [
+    *((query, TaskType.REVIEW) for query in BLAST_RADIUS_AND_FEARS),
+    *((query, TaskType.EXPLAIN) for query in PURPOSE_QUESTIONS),
+    *((query, TaskType.EXTEND) for query in CHANGE_REQUESTS),
+    *((query, TaskType.GENERAL) for query in WHOLE_REPOSITORY),
+])
+def test_the_v5_cues_from_the_v5_tuning_half(query: str, task: TaskType) -> None:
+    assert classify(query).task_type is task
+
+
+# What the v5 cues must not catch (written for these tests): "what is" is not "which middleware", "change"
+# as a verb is not a change under review, a structured thing is not the repository's structure, "let me
+# know" is no request to change code.
+@pytest.mark.parametrize(("query", "task"), [
+    ("what is middleware", TaskType.EXPLAIN),
+    ("which middleware sets the CORS headers?", TaskType.LOCATE),
+    ("what does the verbose option change", TaskType.EXPLAIN),
+    ("is this change safe to merge?", TaskType.REVIEW),
+    ("How are the entries in the structured logger formatted?", TaskType.EXPLAIN),
+    ("let me know where the sessions are stored", TaskType.LOCATE),
+])
+def test_the_v5_cues_stay_narrow(query: str, task: TaskType) -> None:
+    assert classify(query).task_type is task
+
 
 @pytest.mark.parametrize(("query", "task"), [
     *((query, TaskType.EXPLAIN) for query in WHY_THEN_MECHANISM),
@@ -218,13 +274,14 @@ def _tuning_queries() -> set[str]:
     data = Path(__file__).resolve().parents[2] / "data"
     return {json.loads(line)["query"] for name in ("classifier_queries_v2_tuning.jsonl",
                                                    "classifier_queries_v3_tuning.jsonl",
-                                                   "classifier_queries_v4_tuning.jsonl")
+                                                   "classifier_queries_v4_tuning.jsonl",
+                                                   "classifier_queries_v5_tuning.jsonl")
             for line in (data / name).read_text(encoding="utf-8").splitlines() if line.strip()}
 
 
 def test_the_cue_tables_come_from_the_tuning_halves_only() -> None:
     tables = (BARE_IDENTIFIERS + SYMPTOMS + ERROR_MESSAGES + WHY_ABOUT_BEHAVIOUR + EXTEND_REQUESTS
-              + REVIEW_QUESTIONS + GENERAL_QUESTIONS + EXPLAIN_QUESTIONS + V4_TABLES)
+              + REVIEW_QUESTIONS + GENERAL_QUESTIONS + EXPLAIN_QUESTIONS + V4_TABLES + V5_TABLES)
     assert set(tables) <= _tuning_queries()
 
 

@@ -149,6 +149,11 @@ def test_git_commit_reads_head_through_a_ref(tmp_path: Path) -> None:
     assert git_commit(tmp_path / "nothing") == ""
 
 
+# A reference hit this close to the embedded index's 10th score (relative) counts as one of its top 10: the
+# two backends' scores differ by a few percent (the docstring below), so an order inside 0.1% is a coin
+# toss, not a ranking (on "tokenize identifiers camelCase" the 10th and 11th differ by 0.01%).
+NEAR_TIE_REL = 1e-3
+
 SOURCE_QUERIES = ("how are chunks cut from a file", "reciprocal rank fusion", "BM25 index save and load",
                   "SearchHit", "which files changed since the last index", "rate limiter for models",
                   "parse a config file", "exact match on qualified names", "token budget per entity",
@@ -159,7 +164,8 @@ def test_on_a_real_tree_the_top_10_overlaps_the_embedded_top_10(tmp_path: Path) 
     """KnowCode's own source (~100 files, ~900 chunks). One chunk, the shipped model's tokenizer.json
     (one 440 KB line), has 170 KB of tokens: Milvus keeps the first 64 KiB (its VARCHAR limit), so the
     average length BM25 normalises by is ~15% shorter than the embedded index's and scores shift by a
-    few percent; rankings still overlap >= 0.9 in the top 10 on average (the issue's bar). A query can
+    few percent; rankings still overlap >= 0.9 in the top 10 on average (the issue's bar; a hit within
+    NEAR_TIE_REL of the embedded 10th score counts as in its top 10). A query can
     lose more where a near tie at the edge of the 50 reranked candidates is lifted by the signals into
     the top 10 (this tree is the package's own source, so which near ties exist changes with every
     commit). Without such a chunk they are equal (test_milvus_legs_rank_as_the_embedded_index_does)."""
@@ -171,9 +177,13 @@ def test_on_a_real_tree_the_top_10_overlaps_the_embedded_top_10(tmp_path: Path) 
     assert on_milvus._backend.last_sync.truncated == 1
     overlaps = []
     for query in SOURCE_QUERIES:
-        expected = {h.chunk_id for h in embedded.search(query, limit=10)}
+        reference = embedded.search(query, limit=20)
+        tenth = reference[min(10, len(reference)) - 1].score
+        expected = {h.chunk_id for h in reference[:10]}
+        near_ties = {h.chunk_id for h in reference[10:] if h.score >= tenth * (1 - NEAR_TIE_REL)}
         got = on_milvus.search(query, limit=10)
         assert not got.errors, got.errors
-        overlaps.append(len(expected & {h.chunk_id for h in got}) / len(expected))
+        overlaps.append(min(len(expected), len((expected | near_ties) & {h.chunk_id for h in got}))
+                        / len(expected))
     assert min(overlaps) >= 0.7 and sum(overlaps) / len(overlaps) >= 0.9, overlaps
     embedded.close(), on_milvus.close()
