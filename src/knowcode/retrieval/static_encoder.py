@@ -15,10 +15,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
+
+from knowcode.retrieval.word_pieces import WordPieceWords, word_pieces_for
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -29,7 +31,8 @@ NORM_EPSILON = 1e-32  # model2vec adds it to every norm before dividing (an empt
 @dataclass(slots=True, eq=False)
 class StaticEncoder:
     """A loaded static model; see :func:`load_static_encoder`. Not changed after loading, but for the
-    median token length it reads once, on first need (two threads would compute the same value)."""
+    median token length it reads once, on first need (two threads would compute the same value), and
+    the word cache of its tokenizer's fast path."""
 
     embedding: npt.NDArray[Any]  # (rows, dim): one row per token, or per cluster with a token mapping
     tokenizer: Tokenizer
@@ -37,6 +40,8 @@ class StaticEncoder:
     max_tokens: int  # tokens kept per text (its head); the tokenizer truncates to it
     weights: npt.NDArray[Any] | None = None  # per-token weights of a vocabulary-quantised model
     token_mapping: npt.NDArray[Any] | None = None  # token id -> embedding row, same kind of model
+    # Token ids word by word for the texts it covers (ASCII, BERT-style tokenizers): the tokenizer's ids
+    word_pieces: WordPieceWords | None = None
     # The median vocabulary token length, in characters, filled on first need: reading the vocabulary
     # costs ~0.01 s, and short texts (queries, the chunk heads an index embeds) never need it.
     _median_token_length: int | None = field(default=None, repr=False)
@@ -75,8 +80,16 @@ class StaticEncoder:
         return np.concatenate(batches, axis=0)
 
     def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
-        encodings = self.tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
-        ids = [encoding.ids for encoding in encodings]
+        fast = self.word_pieces
+        found: list[list[int] | None] = ([fast.ids(text) for text in texts] if fast is not None
+                                         else [None] * len(texts))
+        rest = [row for row, row_ids in enumerate(found) if row_ids is None]
+        if rest:
+            others = [texts[row] for row in rest]
+            encodings = self.tokenizer.encode_batch_fast(others, add_special_tokens=False)
+            for row, encoding in zip(rest, encodings, strict=True):
+                found[row] = encoding.ids
+        ids = cast("list[list[int]]", found)  # every None was filled just above
         if self.unk_token_id is not None:
             ids = [[token for token in row if token != self.unk_token_id] for row in ids]
         return ids
@@ -146,4 +159,5 @@ def load_static_encoder(folder: Path, max_tokens: int) -> StaticEncoder:
                                  pad_type_id=padding["pad_type_id"], length=0)
     tokenizer.enable_truncation(max_tokens)
     return StaticEncoder(embedding=embedding, tokenizer=tokenizer, unk_token_id=_unk_token_id(tokenizer),
-                         max_tokens=max_tokens, weights=tensors.get("weights"), token_mapping=mapping)
+                         max_tokens=max_tokens, weights=tensors.get("weights"), token_mapping=mapping,
+                         word_pieces=word_pieces_for(tokenizer))
