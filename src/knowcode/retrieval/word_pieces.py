@@ -1,4 +1,4 @@
-"""Token ids of ASCII texts for a BERT-style WordPiece tokenizer, one word at a time, cached by word.
+"""Token ids for a BERT-style WordPiece tokenizer, one word at a time, cached by word.
 
 Embedding an index's chunk heads was mostly the tokenizer's work (~100 us a 160-character head, 85% of
 the dense leg's cost), and code repeats its words: a head is a path, a qualified name and a signature.
@@ -6,19 +6,21 @@ For an ASCII text, a tokenizer built of ``BertNormalizer`` (clean text, lower ca
 and a ``WordPiece`` model gives the concatenation of its WordPiece model's ids for each word, where the
 words are runs of letters and digits and every other visible character alone. This module splits the
 words with one regular expression and asks the tokenizer's own WordPiece model (``model.tokenize``) for
-each word once: the ids are the tokenizer's, ~6x faster. Any other text (non-ASCII, longer than the
-truncation, holding an added token such as ``[UNK]``) and any other tokenizer go to the tokenizer itself.
+each word once: the ids are the tokenizer's, ~6x faster. A text with other characters is cut at its
+spaces, and each non-ASCII piece goes to the tokenizer itself (once per distinct piece). A text longer
+than the truncation, an ASCII one holding an added token such as ``[UNK]``, and any other kind of
+tokenizer are left to the tokenizer.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
-    from tokenizers.models import WordPiece
 
 # Words remembered before the cache starts over: a repository's chunk heads hold ~4k distinct words
 # (zod, 5.4k heads) to a few tens of thousands; 65k words of a few ids each stay under ~15 MB.
@@ -29,19 +31,21 @@ MAX_CACHED_WORDS = 1 << 16
 _CONTROLS = dict.fromkeys([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
 _HAS_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _WORDS = re.compile(r"[a-z0-9]+|[^a-z0-9 \t\n\r]")
+# The characters clean_text turns into spaces: every piece between them is tokenized on its own.
+_SPACES = re.compile(r"[ \t\n\r]+")
 
 
-class _WordIds(dict[str, tuple[int, ...]]):
-    """word -> its WordPiece ids, computed on first lookup by the tokenizer's own model."""
+class _Cached(dict[str, tuple[int, ...]]):
+    """text -> its token ids, computed on first lookup; cleared when full."""
 
-    def __init__(self, model: WordPiece) -> None:
+    def __init__(self, compute: Callable[[str], Sequence[int]]) -> None:
         super().__init__()
-        self.model = model
+        self.compute = compute
 
-    def __missing__(self, word: str) -> tuple[int, ...]:
+    def __missing__(self, key: str) -> tuple[int, ...]:
         if len(self) >= MAX_CACHED_WORDS:
             self.clear()
-        ids = self[word] = tuple(token.id for token in self.model.tokenize(word))
+        ids = self[key] = tuple(self.compute(key))
         return ids
 
 
@@ -49,10 +53,13 @@ class WordPieceWords:
     """The fast path for one tokenizer; see :func:`word_pieces_for`. Threads may share it (a word
     looked up by two at once is only computed twice)."""
 
-    def __init__(self, model: WordPiece, added: tuple[str, ...], max_chars: int | None) -> None:
-        self._ids = _WordIds(model)
+    def __init__(self, tokenizer: Tokenizer, added: tuple[str, ...], max_tokens: int | None) -> None:
+        model = tokenizer.model
+        self._ids = _Cached(lambda word: [token.id for token in model.tokenize(word)])
+        # A non-ASCII piece between spaces is tokenized whole by the tokenizer itself, once.
+        self._pieces = _Cached(lambda piece: tokenizer.encode(piece, add_special_tokens=False).ids)
         self._added = added
-        self._max_chars = max_chars
+        self._max_tokens = max_tokens
 
     def ids(self, text: str) -> list[int] | None:
         """The token ids the tokenizer gives `text` (no special tokens added), or None when only the
@@ -61,8 +68,21 @@ class WordPieceWords:
         :param text: any text.
         :return: the ids, or None for a text this path does not cover.
         """
-        if not text.isascii() or (self._max_chars is not None and len(text) > self._max_chars):
-            return None  # a word yields at most one token per character, so a short text is never cut
+        if self._max_tokens is not None and len(text) > self._max_tokens:
+            return None
+        if text.isascii():  # a word yields at most one token per character, so a short text is never cut
+            return self._ascii_ids(text)
+        # The normalizer works character by character and the pre-tokenizer splits at every space,
+        # so a text's ids are its pieces' ids one after the other.
+        found: list[int] = []
+        for piece in _SPACES.split(text):
+            ascii_ids = self._ascii_ids(piece) if piece.isascii() else None
+            found.extend(self._pieces[piece] if ascii_ids is None else ascii_ids)
+        if self._max_tokens is not None and len(found) >= self._max_tokens:
+            return None  # a character may have made several tokens (Hangul, some capitals): maybe cut
+        return found
+
+    def _ascii_ids(self, text: str) -> list[int] | None:
         if _HAS_CONTROL.search(text):
             text = text.translate(_CONTROLS)
         lowered = text.lower()
@@ -91,4 +111,4 @@ def word_pieces_for(tokenizer: Tokenizer) -> WordPieceWords | None:
         return None
     added = tuple(token.content for token in tokenizer.get_added_tokens_decoder().values())
     truncation = tokenizer.truncation
-    return WordPieceWords(model, added, truncation["max_length"] if truncation is not None else None)
+    return WordPieceWords(tokenizer, added, truncation["max_length"] if truncation is not None else None)

@@ -53,12 +53,13 @@ def test_every_line_of_the_package_gets_the_tokenizers_ids(tokenizer: Tokenizer,
 
 
 _ASCII = st.text(st.characters(max_codepoint=0x7F), max_size=200)
+_MIXED = st.text(st.sampled_from([*"aZ1_. \t\n\r\x0b\x0c\x1c\u00a0\u0301éßİ日한🚀[UNK]"]), max_size=80)
 _CODE_LIKE = st.text(st.sampled_from([*"abcXYZ019_$.:/()[]{}<>#'\"\\ \t\n\r\x00\x0b\x1f\x7f-+*=!?@^`~|,;&%"]),
                      max_size=200)
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.one_of(_ASCII, _CODE_LIKE, st.text(max_size=50)))
+@given(st.one_of(_ASCII, _CODE_LIKE, st.text(max_size=80), _MIXED))
 def test_any_text_gets_the_tokenizers_ids_or_is_declined(text: str) -> None:
     tokenizer = _tokenizer()
     ids = word_pieces_for(tokenizer).ids(text)  # type: ignore[union-attr]
@@ -66,9 +67,18 @@ def test_any_text_gets_the_tokenizers_ids_or_is_declined(text: str) -> None:
         assert ids == _reference(tokenizer, text)
 
 
-@pytest.mark.parametrize("text", ["naïve café", "日本語", "emoji 🚀", "x [UNK] y", "[PAD]", "a" * 513])
+# "각" is three tokens (its jamo): 255 of them are cut at 512 tokens, so only the tokenizer can tell
+@pytest.mark.parametrize("text", ["x [UNK] y", "[PAD]", "a" * 513, "각 " * 255])
 def test_texts_only_the_tokenizer_can_tell_are_declined(fast: WordPieceWords, text: str) -> None:
     assert fast.ids(text) is None
+
+
+@pytest.mark.parametrize("text", ["naïve café", "日本語のコード", "emoji 🚀 x", "Ünïcode [UNK] ﬁx",
+                                  "İstanbul", "mixed\tß  ǅ\r\nend", "a\u00a0b c\u2003d", "e\u0301 ́x",
+                                  "한국어 텍스트"])
+def test_non_ascii_texts_get_the_tokenizers_ids(tokenizer: Tokenizer, fast: WordPieceWords,
+                                                text: str) -> None:
+    assert fast.ids(text) == _reference(tokenizer, text)
 
 
 def test_controls_unknown_and_long_words_match(tokenizer: Tokenizer, fast: WordPieceWords) -> None:
