@@ -346,6 +346,54 @@ def content_check(folders: list[Path], trees: list[tuple[str, str]]) -> list[dic
     return rows
 
 
+# A digest of the search index a whole cold `engine.index()` writes (BM25 arrays, vocabulary, chunk ids,
+# vectors, manifest; segment names are random, so they are left out) and the top 10 of a few queries,
+# to check that a faster build stores and ranks exactly as the baseline does.
+_SEARCH_DIGEST = r"""
+import hashlib, json, re, sys
+from pathlib import Path
+import knowcode
+QUERIES = ("parse the request body", "validation error message", "retry on timeout", "router middleware",
+           "how are types inferred", "serialize to json")
+def main():
+    root, store = Path(sys.argv[1]), Path(sys.argv[2])
+    engine = knowcode.open(root, store=store, config=knowcode.AppConfig())
+    engine.index()
+    folder = next(store.glob("search-*"))
+    files = {}
+    for path in sorted(folder.iterdir()):
+        data = path.read_bytes()
+        data = re.sub(rb"seg-[0-9a-f]+", b"seg", data) if path.suffix == ".json" else data
+        files[re.sub(r"^seg-[0-9a-f]+", "seg", path.name)] = hashlib.sha256(data).hexdigest()[:16]
+    tops = {q: [(h.path, h.start_line, h.score) for h in engine.search(q, limit=10)] for q in QUERIES}
+    print(json.dumps({"files": files, "tops": hashlib.sha256(repr(tops).encode()).hexdigest()[:16]}))
+if __name__ == "__main__":  # the parser pool re-imports this module
+    main()
+"""
+
+
+def search_check(folders: list[Path], trees: list[tuple[str, str]]) -> list[dict[str, object]]:
+    """Index each folder cold, search index included, with every tree; whether the search index files
+    and the top 10 of a few queries are identical."""
+    rows = []
+    for folder in folders:
+        digests = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            script = Path(tmp) / "search_digest.py"
+            script.write_text(_SEARCH_DIGEST)
+            for label, python in trees:
+                out = subprocess.run([python, str(script), str(folder), f"{tmp}/{label}"], check=True,
+                                     capture_output=True, text=True).stdout
+                digests[label] = json.loads(out.strip().splitlines()[-1])
+        first = digests[trees[0][0]]
+        same = {key: all(d[key] == first[key] for d in digests.values()) for key in ("files", "tops")}
+        row: dict[str, object] = {"corpus": _name(folder), "files": len(first["files"]),
+                                  "files_identical": same["files"], "top10_identical": same["tops"]}
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
 # CPU seconds of a cold `index_repository` with one parser in the process itself: the whole work
 # of the run in one figure that a busy machine disturbs far less than wall time.
 _CPU = r"""
@@ -425,6 +473,9 @@ def main() -> None:
                         help="trees to measure the CPU seconds of a serial cold index_repository on")
     parser.add_argument("--check-content", type=Path, nargs="*", default=[],
                         help="trees whose stored index must be identical for this tree and the baseline")
+    parser.add_argument("--check-search", type=Path, nargs="*", default=[],
+                        help="trees whose search index files and top-10 rankings must be identical for "
+                             "this tree and the baseline")
     parser.add_argument("--baseline-python", type=Path,
                         help="the Python of another checkout (e.g. main's venv) measured in the same run")
     args = parser.parse_args()
@@ -432,7 +483,8 @@ def main() -> None:
     results["machine_cores"] = 2
     today = time.strftime("%Y-%m-%d")  # each section says when it was measured: a run may redo only some
     trees = _trees(args)
-    if args.corpus or not (args.corpora or args.big or args.profile or args.check_content or args.cpu):
+    if args.corpus or not (args.corpora or args.big or args.profile or args.check_content or args.cpu
+                           or args.check_search):
         rows = [measure("stdlib-subset", None, args.repeats)]
         rows += [measure(_name(folder), folder, args.repeats) for folder in args.corpus]
         header = ("corpus", "files", "lines", "cold_seconds", "cold_lines_per_s", "cold_files_per_s",
@@ -458,6 +510,8 @@ def main() -> None:
         results["cpu_runs"] = {"measured_at": today, "rows": cpu_runs(args.cpu, trees, args.repeats)}
     if args.check_content:
         results["content_check"] = {"measured_at": today, "rows": content_check(args.check_content, trees)}
+    if args.check_search:
+        results["search_check"] = {"measured_at": today, "rows": search_check(args.check_search, trees)}
     if args.profile:
         results["profile"] = {"measured_at": today, "corpus": _name(args.profile),
                               "top_by_own_time": profile(args.profile, 25)}

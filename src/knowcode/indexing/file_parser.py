@@ -18,7 +18,6 @@ from knowcode.storage.store import (
     RelationshipRow,
     chunk_row,
     entity_row,
-    relationship_row,
 )
 
 
@@ -91,4 +90,4 @@ def parse_file(root: Path, scanned: ScannedFile) -> ParsedFile | FileFailure:
     except Exception as err:  # one bad file must never stop the run; it is reported instead
         return FileFailure(scanned.path, f"parser error: {type(err).__name__}: {err}")
     return ParsedFile(record, tuple(map(entity_row, parsed.entities)),
-                      tuple(map(relationship_row, parsed.references)), tuple(map(chunk_row, chunks)))
+                      parsed.reference_rows, tuple(map(chunk_row, chunks)))

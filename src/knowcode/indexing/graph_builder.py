@@ -97,8 +97,8 @@ def _enclosing_type(entity: Entity | None, by_id: Mapping[str, Entity]) -> Entit
     return entity
 
 
-def _resolve_import(ref: Relationship, table: SymbolTable) -> str | None:
-    target = _absolute(ref.target_name, ref.path)
+def _resolve_import(target_name: str, path: str, table: SymbolTable) -> str | None:
+    target = _absolute(target_name, path)
     head, _, last = target.rpartition(".")
     named = [e for e in table.by_name.get(last, []) if _dotted_match(e.qualified_name, target)]
     found = _unique(named)
@@ -114,30 +114,45 @@ def resolve_reference(ref: Relationship, table: SymbolTable) -> str | None:
     """Return the id of the one entity a reference means, or None if missing or ambiguous."""
     if ref.kind is RelationKind.CONTAINS:
         return ref.target_id
-    if ref.kind is RelationKind.IMPORTS:
-        return _resolve_import(ref, table)
-    receiver, _, name = ref.target_name.rpartition(".")
-    by_name = table.callables_by_name if ref.kind is RelationKind.CALLS else table.types_by_name
+    return resolve_target(ref.kind, ref.target_name, ref.source_id, ref.path, table)
+
+
+def resolve_target(kind: RelationKind, target_name: str, source_id: str, path: str,
+                   table: SymbolTable) -> str | None:
+    """:func:`resolve_reference` of a reference given by its fields (not `contains`), as an indexing run
+    reads them back from the store: no :class:`Relationship` is built for each of its references.
+
+    :param kind: the reference's kind: imports, calls or inherits.
+    :param target_name: the name as written.
+    :param source_id: the entity it is written in.
+    :param path: the file it is written in.
+    :param table: what resolution may look at.
+    :return: the id of the one entity meant, or None if missing or ambiguous.
+    """
+    if kind is RelationKind.IMPORTS:
+        return _resolve_import(target_name, path, table)
+    receiver, _, name = target_name.rpartition(".")
+    by_name = table.callables_by_name if kind is RelationKind.CALLS else table.types_by_name
     candidates = by_name.get(name, [])
     if not candidates:
         return None
-    source = table.by_id.get(ref.source_id)
+    source = table.by_id.get(source_id)
     spec = spec_for(source.language) if source else None
     on_self = not receiver or (spec is not None and receiver in spec.self_names)
     if on_self:
         owner = _enclosing_type(source, table.by_id)
         if owner is not None and (found := _unique([c for c in candidates if c.parent_id == owner.id])):
             return found
-        in_file = [c for c in candidates if c.path == ref.path]
+        in_file = [c for c in candidates if c.path == path]
         if in_file:
             return _unique(in_file)
-    bound = table.bindings.get(ref.path, {})
+    bound = table.bindings.get(path, {})
     first, _, rest = (receiver or name).partition(".")
     if first in bound:
         # Reached through an import: the imported module decides, even when it is outside the repo.
-        full = _absolute(".".join(p for p in (bound[first], rest, name if receiver else "") if p), ref.path)
+        full = _absolute(".".join(p for p in (bound[first], rest, name if receiver else "") if p), path)
         return _unique([c for c in candidates if _dotted_match(c.qualified_name, full)])
-    if receiver and ref.kind is RelationKind.CALLS and not on_self:
+    if receiver and kind is RelationKind.CALLS and not on_self:
         # `Foo.create()` resolves among Foo's methods; `obj.get()` on a value of unknown type does
         # not resolve at all (the unique `get` in the repository would be a guess).
         classes = {c.id for c in table.types_by_name.get(receiver.rpartition(".")[2], [])}

@@ -24,7 +24,7 @@ from knowcode.indexing.graph_builder import (
     SymbolTable,
     lookup_names,
     resolve,
-    resolve_reference,
+    resolve_target,
     target_lookup_names,
 )
 from knowcode.indexing.scanner import ScannedFile, SkippedFile, scan
@@ -323,9 +323,10 @@ def _resolve_changes(store: Store, new: _NewReferences, changed: set[EntityKey],
     table.add_bindings(store.imports_of_files({r.path for r in affected}))
     table.add_binding_rows(new.imports)
     after = new.after_rowid
-    while after is not None and (batch := store.unresolved_relationships_after(after, RESOLVE_BATCH)):
+    while after is not None and (batch := store.unresolved_references_after(after, RESOLVE_BATCH)):
         after = batch[-1][0]
-        targets = ((resolve_reference(ref, table), rowid) for rowid, ref in batch)
+        targets = ((resolve_target(kind, target, source, path, table), rowid)
+                   for rowid, source, kind, target, path in batch)
         store.set_relationship_targets([(target, rowid) for target, rowid in targets if target is not None])
     store.replace_relationships(affected, resolve(affected, table))
     return new.count + len(pending_affected)

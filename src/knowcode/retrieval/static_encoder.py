@@ -14,11 +14,14 @@ import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
+
+from knowcode.retrieval.word_pieces import WordPieceWords, word_pieces_for
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -29,7 +32,8 @@ NORM_EPSILON = 1e-32  # model2vec adds it to every norm before dividing (an empt
 @dataclass(slots=True, eq=False)
 class StaticEncoder:
     """A loaded static model; see :func:`load_static_encoder`. Not changed after loading, but for the
-    median token length it reads once, on first need (two threads would compute the same value)."""
+    median token length it reads once, on first need (two threads would compute the same value), and
+    the word cache of its tokenizer's fast path."""
 
     embedding: npt.NDArray[Any]  # (rows, dim): one row per token, or per cluster with a token mapping
     tokenizer: Tokenizer
@@ -37,6 +41,8 @@ class StaticEncoder:
     max_tokens: int  # tokens kept per text (its head); the tokenizer truncates to it
     weights: npt.NDArray[Any] | None = None  # per-token weights of a vocabulary-quantised model
     token_mapping: npt.NDArray[Any] | None = None  # token id -> embedding row, same kind of model
+    # Token ids word by word for the texts it covers (ASCII, BERT-style tokenizers): the tokenizer's ids
+    word_pieces: WordPieceWords | None = None
     # The median vocabulary token length, in characters, filled on first need: reading the vocabulary
     # costs ~0.01 s, and short texts (queries, the chunk heads an index embeds) never need it.
     _median_token_length: int | None = field(default=None, repr=False)
@@ -75,8 +81,16 @@ class StaticEncoder:
         return np.concatenate(batches, axis=0)
 
     def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
-        encodings = self.tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
-        ids = [encoding.ids for encoding in encodings]
+        fast = self.word_pieces
+        found: list[list[int] | None] = ([fast.ids(text) for text in texts] if fast is not None
+                                         else [None] * len(texts))
+        rest = [row for row, row_ids in enumerate(found) if row_ids is None]
+        if rest:
+            others = [texts[row] for row in rest]
+            encodings = self.tokenizer.encode_batch_fast(others, add_special_tokens=False)
+            for row, encoding in zip(rest, encodings, strict=True):
+                found[row] = encoding.ids
+        ids = cast("list[list[int]]", found)  # every None was filled just above
         if self.unk_token_id is not None:
             ids = [[token for token in row if token != self.unk_token_id] for row in ids]
         return ids
@@ -85,7 +99,11 @@ class StaticEncoder:
         ids = self._token_ids(texts)
         dtype = np.dtype(np.float32) if self.embedding.dtype == np.int8 else self.embedding.dtype
         out = np.zeros((len(ids), self.dim), dtype=dtype)
-        if self.token_mapping is None and self.weights is None:
+        if self.token_mapping is None and self.weights is None and self.embedding.dtype in _FLOAT_TABLES:
+            rows = [row for row, tokens in enumerate(ids) if tokens]
+            if rows:
+                out[rows] = _float_means(self.embedding, [ids[row] for row in rows])
+        elif self.token_mapping is None and self.weights is None:
             # Texts of one token count are averaged in one gather: the same arithmetic, row by row.
             by_length: defaultdict[int, list[int]] = defaultdict(list)
             for row, tokens in enumerate(ids):
@@ -105,6 +123,39 @@ class StaticEncoder:
         unit: npt.NDArray[Any] = (wide / (np.linalg.norm(wide, axis=1, keepdims=True) + NORM_EPSILON)).astype(
             out.dtype)
         return unit
+
+
+# Tables whose mean numpy sums in float32, token after token (float16 with a float32 accumulator):
+# :func:`_float_means` does the same additions in the same order without gathering every token's vector
+# (5.4k chunk heads of ~46 tokens: 127 MB), which cost more than tokenizing once tokens came word by word.
+_FLOAT_TABLES = (np.dtype(np.float16), np.dtype(np.float32))
+
+
+def _float_means(table: npt.NDArray[Any], ids: list[list[int]]) -> npt.NDArray[Any]:
+    """``table[row].mean(axis=0)`` of each row of token ids (none empty) of a float16 or float32 table, bit
+    for bit (a test holds it to model2vec's vectors): a float32 sum over the tokens in order, divided by
+    their count, in the table's dtype.
+
+    Only the table rows the texts use are widened, once; the sum goes one token position at a time over
+    the texts that long (longest first, so those are a prefix), a few hundred numpy calls a batch.
+    """
+    lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    used, inverse = np.unique(np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum())),
+                              return_inverse=True)
+    wide = table[used].astype(np.float32)
+    positions = np.zeros((len(ids), int(lengths.max())), dtype=np.int64)
+    positions[np.arange(positions.shape[1]) < lengths[:, None]] = inverse  # row-major: each text in order
+    order = np.argsort(-lengths, kind="stable")
+    positions = positions[order]
+    longer = np.searchsorted(-lengths[order], -np.arange(positions.shape[1]), side="left")  # texts > j long
+    total = wide[positions[:, 0]]
+    for column in range(1, positions.shape[1]):
+        count = int(longer[column])
+        total[:count] += wide[positions[:count, column]]
+    total /= lengths[order, None].astype(np.float32)
+    means = np.empty_like(total, dtype=table.dtype)
+    means[order] = total
+    return means
 
 
 def _unk_token_id(tokenizer: Tokenizer) -> int | None:
@@ -146,4 +197,5 @@ def load_static_encoder(folder: Path, max_tokens: int) -> StaticEncoder:
                                  pad_type_id=padding["pad_type_id"], length=0)
     tokenizer.enable_truncation(max_tokens)
     return StaticEncoder(embedding=embedding, tokenizer=tokenizer, unk_token_id=_unk_token_id(tokenizer),
-                         max_tokens=max_tokens, weights=tensors.get("weights"), token_mapping=mapping)
+                         max_tokens=max_tokens, weights=tensors.get("weights"), token_mapping=mapping,
+                         word_pieces=word_pieces_for(tokenizer))

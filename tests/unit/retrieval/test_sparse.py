@@ -256,3 +256,13 @@ def test_postings_built_in_batches_are_those_counted_at_once(documents: list[str
     assert (postings.indptr.tolist(), postings.docs.tolist(), postings.tfs.tolist()) == (indptr, docs, tfs)
     assert postings.lengths.tolist() == [len(text.split()) for text in documents]
     assert postings.docs.dtype == np.int32 and postings.lengths.dtype == np.int64
+
+
+def test_irregular_spacing_counts_as_split_does() -> None:
+    regular = Postings.build(["aa bb", "cc", "", "aa aa"])
+    spaced = Postings.build(["aa  bb ", " cc", "", "aa aa"])
+    assert regular.vocabulary == spaced.vocabulary
+    np.testing.assert_array_equal(regular.lengths, spaced.lengths)
+    np.testing.assert_array_equal(regular.docs, spaced.docs)
+    np.testing.assert_array_equal(regular.tfs, spaced.tfs)
+    np.testing.assert_array_equal(regular.lengths, [2, 1, 0, 2])
