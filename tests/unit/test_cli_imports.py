@@ -88,6 +88,7 @@ def test_warm_search_loads_only_the_search(tmp_path: Path) -> None:
     assert loaded(modules, (*NEVER_FOR_SEARCH, "rich", "bm25s", "tqdm", "asyncio", "tree_sitter",
                             "knowcode.indexing.file_parser", "knowcode.indexing.parser",
                             "knowcode.indexing.chunker")) == []
+    assert [module for module in modules if module.startswith("tree_sitter_")] == []  # no grammar wheel
 
 
 def test_context_loads_token_counting_but_no_server(tmp_path: Path) -> None:
