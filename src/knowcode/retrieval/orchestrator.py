@@ -90,6 +90,14 @@ NO_KEYWORD_MATCH = ("no word of the query occurs in the index: these hits are on
                     "in meaning and may be unrelated")
 
 
+@dataclass(frozen=True)
+class _Named:
+    """The definitions of the symbols a query names, and the chunks holding their first lines."""
+
+    definitions: tuple[Entity, ...]
+    chunks: tuple[Chunk, ...]
+
+
 class RetrievalOrchestrator:
     """Answers queries from one store and its search index."""
 
@@ -121,20 +129,39 @@ class RetrievalOrchestrator:
         so every id the index returns resolves; a meta row is read instead of looking the ids up."""
         return self.store.meta().get(CONTENT_GENERATION_KEY) == str(self.index.generation)
 
+    def _named(self, query: str) -> _Named:
+        """The definitions of the symbols the query names, each with the chunk holding its first line
+        (none when the signals give definitions and mentions no weight)."""
+        if self.signals.definition == 1.0 and self.signals.mention == 1.0:
+            return _Named((), ())
+        definitions: list[Entity] = []
+        for symbol in mentioned_symbols(query):
+            definitions.extend(self.store.entities_named_like(symbol, self.top_k_multiplier))
+        chunks = tuple(chunk for _, chunk in definition_chunks(self.store, definitions))
+        return _Named(tuple(definitions), chunks)
+
+    def _while_dense(self, query: str) -> tuple[bool, _Named, bool]:
+        """What ranking reads that the dense leg's ids do not change, read on the caller's thread while
+        that leg (the query's embedding and the vector scan) runs: whether the index is current, the
+        named definitions, whether the query wants code only (SQLite and numpy release the interpreter
+        lock, so both threads work)."""
+        return self._index_is_current(), self._named(query), wants_code_only(query)
+
     def _fused(self, query: str, wanted: int, errors: list[str]) -> tuple[RetrievalMode, list[FusedCandidate],
-                                                                         dict[str, int]]:
+                                                                         dict[str, int], _Named]:
         if self.embedder is not None:
             try:
-                sparse_ids, dense_ids = self.hybrid.legs(query, wanted * CANDIDATE_FACTOR)
-                current = self._index_is_current()
+                sparse_ids, dense_ids, (current, named, code_only) = self.hybrid.legs_and(
+                    query, wanted * CANDIDATE_FACTOR, lambda _: self._while_dense(query))
                 known = set(dense_ids) if current else self.store.existing_chunk_ids(dense_ids)
-                excluded = self._prose(query, sparse_ids + dense_ids)
+                excluded = self._prose(code_only, sparse_ids + dense_ids)
                 fused = self._tiered_fusion(sparse_ids, dense_ids, known, wanted, excluded)
                 if dense_ids and not sparse_ids:
                     # The dense leg always has nearest neighbours, even for words that mean nothing here
                     # (gibberish reaches 0.70 cosine, real questions start at 0.43): say so, never guess.
                     errors.append(NO_KEYWORD_MATCH)
-                return RetrievalMode.HYBRID, fused, {"sparse": len(sparse_ids), "dense": len(dense_ids)}
+                return (RetrievalMode.HYBRID, fused, {"sparse": len(sparse_ids), "dense": len(dense_ids)},
+                        named)
             except Exception as err:  # the dense leg (a provider, a model file) failed: fall back
                 errors.append(f"semantic retrieval failed, using keywords only: {err}")
         # Keyword extraction is the index's tokenizer (identifiers split, stems, no stop words),
@@ -142,12 +169,12 @@ class RetrievalOrchestrator:
         sparse = [cid for cid, _ in self.index.sparse.search(query, wanted * CANDIDATE_FACTOR)]
         fused = [FusedCandidate(cid, 1.0 / (RRF_K + rank + 1), rank, None)
                  for rank, cid in enumerate(sparse[:wanted])]
-        return RetrievalMode.LEXICAL, fused, {"sparse": len(sparse)}
+        return RetrievalMode.LEXICAL, fused, {"sparse": len(sparse)}, self._named(query)
 
-    def _prose(self, query: str, chunk_ids: Sequence[str]) -> frozenset[str]:
+    def _prose(self, code_only: bool, chunk_ids: Sequence[str]) -> frozenset[str]:
         """The prose and configuration chunks among the ids when the query wants code only (else none),
         unless every id is one: then they are all there is."""
-        if not wants_code_only(query):
+        if not code_only:
             return frozenset()
         languages = self.store.chunk_languages(chunk_ids)
         prose = frozenset(cid for cid, language in languages.items() if is_document_language(language))
@@ -169,21 +196,19 @@ class RetrievalOrchestrator:
                                       excluded=excluded)
         return first + [f for f in rest if f.chunk_id not in taken][:wanted - len(first)]
 
-    def _candidates(self, query: str, fused: Sequence[FusedCandidate], *, named: bool,
+    def _candidates(self, fused: Sequence[FusedCandidate], *, named: _Named | None,
                     exclude: Container[str] = ()) -> list[tuple[Candidate, HitSource]]:
         """The fused candidates with their chunks and entities; with `named`, plus the definitions of
         the symbols the query names (chunk ids in `exclude` are left out)."""
         scores = {f.chunk_id: f for f in fused if f.chunk_id not in exclude}
         ids = list(scores)
-        definitions: list[Entity] = []
-        if named and (self.signals.definition != 1.0 or self.signals.mention != 1.0):
+        definitions = named.definitions if named is not None else ()
+        if named is not None:
             # The definition of a named symbol may rank low on words alone: bring it in, and let
             # the chunk that holds its signature speak for it (a class header is often packed
             # into the chunk of its first method).
-            for symbol in mentioned_symbols(query):
-                definitions.extend(self.store.entities_named_like(symbol, self.top_k_multiplier))
             floor = min((f.score for f in fused), default=1.0 / RRF_K)
-            for _, chunk in definition_chunks(self.store, definitions):
+            for chunk in named.chunks:
                 if chunk.id not in scores and chunk.id not in exclude:
                     scores[chunk.id] = FusedCandidate(chunk.id, floor, None, None)
                     ids.append(chunk.id)
@@ -229,16 +254,16 @@ class RetrievalOrchestrator:
             sources = {c.chunk.id: HitSource.EXACT for c, _ in ranked}
             hits = self._unique_hits(exact, ranked, sources, limit_entities, [])
         else:
-            mode, fused, legs = self._fused(query, wanted, errors)
+            mode, fused, legs, named = self._fused(query, wanted, errors)
             # The first tier (the spec's pool for the default limit) is reranked on its own, so a
             # larger limit only appends: hits from deeper candidates never overtake it.
             tier = FIRST_TIER_LIMIT * self.top_k_multiplier
-            candidates = self._candidates(query, fused[:tier], named=True)
+            candidates = self._candidates(fused[:tier], named=named)
             sources = {c.chunk.id: source for c, source in candidates}
             ranked = self._rerank(query, candidates, errors)
             hits = self._unique_hits(query, ranked, sources, limit_entities, [])
             if len(hits) < limit_entities and len(fused) > tier:
-                deeper = self._candidates(query, fused[tier:], named=False, exclude=sources)
+                deeper = self._candidates(fused[tier:], named=None, exclude=sources)
                 sources.update((c.chunk.id, source) for c, source in deeper)
                 more = self._rerank(query, deeper, errors)
                 ranked += more

@@ -61,5 +61,6 @@ def map_tensors(path: Path) -> dict[str, npt.NDArray[Any]]:
         if not 0 <= begin <= end <= size - data_start or end - begin != count * dtype.itemsize:
             raise ValueError(f"{path}: tensor {name!r}: byte range {begin}-{end} does not hold {shape} "
                              f"{entry['dtype']}")
-        tensors[name] = np.frombuffer(mapped, dtype=dtype, count=count, offset=data_start + begin).reshape(shape)
+        flat = np.frombuffer(mapped, dtype=dtype, count=count, offset=data_start + begin)
+        tensors[name] = flat.reshape(shape)
     return tensors
