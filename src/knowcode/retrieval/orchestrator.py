@@ -98,6 +98,19 @@ class _Named:
     chunks: tuple[Chunk, ...]
 
 
+_Row = tuple[Chunk, Entity, float]  # a candidate chunk, the entity owning it, its file's mtime
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """What a hybrid query's ranking reads that the dense leg's ids do not change."""
+
+    current: bool  # the store holds exactly the chunks the search index was built from
+    named: _Named
+    code_only: bool  # prose and configuration chunks are no candidates (wants_code_only)
+    rows: Mapping[str, _Row]  # the rows of the sparse leg's first tier, by chunk id
+
+
 class RetrievalOrchestrator:
     """Answers queries from one store and its search index."""
 
@@ -140,28 +153,31 @@ class RetrievalOrchestrator:
         chunks = tuple(chunk for _, chunk in definition_chunks(self.store, definitions))
         return _Named(tuple(definitions), chunks)
 
-    def _while_dense(self, query: str) -> tuple[bool, _Named, bool]:
+    def _while_dense(self, query: str, sparse_ids: Sequence[str]) -> _Prepared:
         """What ranking reads that the dense leg's ids do not change, read on the caller's thread while
-        that leg (the query's embedding and the vector scan) runs: whether the index is current, the
-        named definitions, whether the query wants code only (SQLite and numpy release the interpreter
-        lock, so both threads work)."""
-        return self._index_is_current(), self._named(query), wants_code_only(query)
+        that leg (the query's embedding and the vector scan) runs; SQLite and numpy release the
+        interpreter lock, so both threads work."""
+        # The dense leg weighs alpha (0.2) in the fusion: 40-50 of the first tier's 50 candidates are
+        # among the sparse leg's first 50 on the search-latency queries, so their rows are read now.
+        tier = FIRST_TIER_LIMIT * self.top_k_multiplier
+        return _Prepared(self._index_is_current(), self._named(query), wants_code_only(query),
+                         self.store.chunks_with_owners(sparse_ids[:tier]))
 
     def _fused(self, query: str, wanted: int, errors: list[str]) -> tuple[RetrievalMode, list[FusedCandidate],
-                                                                         dict[str, int], _Named]:
+                                                                         dict[str, int], _Prepared]:
         if self.embedder is not None:
             try:
-                sparse_ids, dense_ids, (current, named, code_only) = self.hybrid.legs_and(
-                    query, wanted * CANDIDATE_FACTOR, lambda _: self._while_dense(query))
-                known = set(dense_ids) if current else self.store.existing_chunk_ids(dense_ids)
-                excluded = self._prose(code_only, sparse_ids + dense_ids)
+                sparse_ids, dense_ids, prepared = self.hybrid.legs_and(
+                    query, wanted * CANDIDATE_FACTOR, lambda sparse: self._while_dense(query, sparse))
+                known = set(dense_ids) if prepared.current else self.store.existing_chunk_ids(dense_ids)
+                excluded = self._prose(prepared.code_only, sparse_ids + dense_ids)
                 fused = self._tiered_fusion(sparse_ids, dense_ids, known, wanted, excluded)
                 if dense_ids and not sparse_ids:
                     # The dense leg always has nearest neighbours, even for words that mean nothing here
                     # (gibberish reaches 0.70 cosine, real questions start at 0.43): say so, never guess.
                     errors.append(NO_KEYWORD_MATCH)
                 return (RetrievalMode.HYBRID, fused, {"sparse": len(sparse_ids), "dense": len(dense_ids)},
-                        named)
+                        prepared)
             except Exception as err:  # the dense leg (a provider, a model file) failed: fall back
                 errors.append(f"semantic retrieval failed, using keywords only: {err}")
         # Keyword extraction is the index's tokenizer (identifiers split, stems, no stop words),
@@ -169,7 +185,8 @@ class RetrievalOrchestrator:
         sparse = [cid for cid, _ in self.index.sparse.search(query, wanted * CANDIDATE_FACTOR)]
         fused = [FusedCandidate(cid, 1.0 / (RRF_K + rank + 1), rank, None)
                  for rank, cid in enumerate(sparse[:wanted])]
-        return RetrievalMode.LEXICAL, fused, {"sparse": len(sparse)}, self._named(query)
+        prepared = _Prepared(current=False, named=self._named(query), code_only=False, rows={})  # named only
+        return RetrievalMode.LEXICAL, fused, {"sparse": len(sparse)}, prepared
 
     def _prose(self, code_only: bool, chunk_ids: Sequence[str]) -> frozenset[str]:
         """The prose and configuration chunks among the ids when the query wants code only (else none),
@@ -197,9 +214,11 @@ class RetrievalOrchestrator:
         return first + [f for f in rest if f.chunk_id not in taken][:wanted - len(first)]
 
     def _candidates(self, fused: Sequence[FusedCandidate], *, named: _Named | None,
-                    exclude: Container[str] = ()) -> list[tuple[Candidate, HitSource]]:
+                    exclude: Container[str] = (), read: Mapping[str, _Row] | None = None,
+                    ) -> list[tuple[Candidate, HitSource]]:
         """The fused candidates with their chunks and entities; with `named`, plus the definitions of
-        the symbols the query names (chunk ids in `exclude` are left out)."""
+        the symbols the query names (chunk ids in `exclude` are left out); rows already `read` are not
+        read again."""
         scores = {f.chunk_id: f for f in fused if f.chunk_id not in exclude}
         ids = list(scores)
         definitions = named.definitions if named is not None else ()
@@ -212,7 +231,8 @@ class RetrievalOrchestrator:
                 if chunk.id not in scores and chunk.id not in exclude:
                     scores[chunk.id] = FusedCandidate(chunk.id, floor, None, None)
                     ids.append(chunk.id)
-        rows = self.store.chunks_with_owners(ids)
+        read = read or {}
+        rows = {**read, **self.store.chunks_with_owners([cid for cid in ids if cid not in read])}
         found = []
         for chunk_id in ids:
             if chunk_id not in rows:
@@ -254,11 +274,11 @@ class RetrievalOrchestrator:
             sources = {c.chunk.id: HitSource.EXACT for c, _ in ranked}
             hits = self._unique_hits(exact, ranked, sources, limit_entities, [])
         else:
-            mode, fused, legs, named = self._fused(query, wanted, errors)
+            mode, fused, legs, prepared = self._fused(query, wanted, errors)
             # The first tier (the spec's pool for the default limit) is reranked on its own, so a
             # larger limit only appends: hits from deeper candidates never overtake it.
             tier = FIRST_TIER_LIMIT * self.top_k_multiplier
-            candidates = self._candidates(fused[:tier], named=named)
+            candidates = self._candidates(fused[:tier], named=prepared.named, read=prepared.rows)
             sources = {c.chunk.id: source for c, source in candidates}
             ranked = self._rerank(query, candidates, errors)
             hits = self._unique_hits(query, ranked, sources, limit_entities, [])
