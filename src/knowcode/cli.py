@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import cache
 from pathlib import Path
@@ -406,8 +406,25 @@ def mcp(
                          watch=watch)
 
 
+# numpy's BLAS starts a thread per core when numpy is imported and keeps them spinning after each
+# call. KnowCode's only BLAS call is the dense leg's matrix-vector product, which is memory-bound and
+# already runs beside the sparse leg; on 2 cores the extra threads cost a warm `knowcode search`
+# ~0.1 s of CPU (~0.05 s of numpy's import) and won nothing (benchmarks/cli_latency.py, README).
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")  # pip's numpy wheels; conda's MKL
+
+
+def single_threaded_blas(environ: MutableMapping[str, str]) -> None:
+    """Ask numpy's BLAS for one thread, unless the caller chose a number; before numpy is imported.
+
+    :param environ: the process environment (``os.environ``).
+    """
+    for variable in BLAS_THREAD_VARIABLES:
+        environ.setdefault(variable, "1")
+
+
 def main() -> None:
     """Console-script entry point."""
+    single_threaded_blas(os.environ)  # nothing has imported numpy yet (tests/unit/test_cli_imports.py)
     signal.signal(signal.SIGTERM, _on_sigterm)
     app(prog_name="knowcode")
 
