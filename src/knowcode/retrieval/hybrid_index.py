@@ -84,22 +84,23 @@ class HybridIndex:
 
         :return: (sparse ids, dense ids), each best first.
         """
-        sparse, dense, _ = self.legs_and(query, per_leg, lambda sparse_ids: None)
+        sparse, dense, _ = self.legs_and(query, per_leg, lambda sparse_ids, dense_pending: None)
         return sparse, dense
 
     def legs_and(self, query: str, per_leg: int,
-                 meanwhile: Callable[[list[str]], T]) -> tuple[list[str], list[str], T]:
+                 meanwhile: Callable[[list[str], Callable[[], bool]], T]) -> tuple[list[str], list[str], T]:
         """Run both legs in parallel, and `meanwhile` on this thread after the sparse leg, while the
         dense leg (the query's embedding and the vector scan: the longer leg) may still be running;
         an error in any of them propagates to the caller, the dense leg's last.
 
-        :param meanwhile: work that needs the sparse ids but not the dense ones.
+        :param meanwhile: work that needs the sparse ids but not the dense ones; called with the sparse
+            ids and a function telling whether the dense leg is still running.
         :return: (sparse ids, dense ids, what `meanwhile` returned), the ids best first.
         """
         dense_future = self._pool.submit(self.dense, query, per_leg)
         try:
             sparse = [c for c, _ in self.sparse(query, per_leg)]  # meanwhile, on this thread
-            extra = meanwhile(sparse)
+            extra = meanwhile(sparse, lambda: not dense_future.done())
         finally:
             dense = dense_future.result()  # raises the dense leg's error, after the sparse one
         return sparse, [c for c, _ in dense], extra

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
@@ -153,22 +153,26 @@ class RetrievalOrchestrator:
         chunks = tuple(chunk for _, chunk in definition_chunks(self.store, definitions))
         return _Named(tuple(definitions), chunks)
 
-    def _while_dense(self, query: str, sparse_ids: Sequence[str]) -> _Prepared:
+    def _while_dense(self, query: str, sparse_ids: Sequence[str],
+                     dense_pending: Callable[[], bool]) -> _Prepared:
         """What ranking reads that the dense leg's ids do not change, read on the caller's thread while
         that leg (the query's embedding and the vector scan) runs; SQLite and numpy release the
         interpreter lock, so both threads work."""
+        current, named, code_only = self._index_is_current(), self._named(query), wants_code_only(query)
         # The dense leg weighs alpha (0.2) in the fusion: 40-50 of the first tier's 50 candidates are
-        # among the sparse leg's first 50 on the search-latency queries, so their rows are read now.
+        # among the sparse leg's first 50 on the search-latency queries, so their rows are read now,
+        # while the dense leg runs (when it is done, all rows are read at once after the fusion).
         tier = FIRST_TIER_LIMIT * self.top_k_multiplier
-        return _Prepared(self._index_is_current(), self._named(query), wants_code_only(query),
-                         self.store.chunks_with_owners(sparse_ids[:tier]))
+        rows = self.store.chunks_with_owners(sparse_ids[:tier]) if dense_pending() else {}
+        return _Prepared(current, named, code_only, rows)
 
     def _fused(self, query: str, wanted: int, errors: list[str]) -> tuple[RetrievalMode, list[FusedCandidate],
                                                                          dict[str, int], _Prepared]:
         if self.embedder is not None:
             try:
                 sparse_ids, dense_ids, prepared = self.hybrid.legs_and(
-                    query, wanted * CANDIDATE_FACTOR, lambda sparse: self._while_dense(query, sparse))
+                    query, wanted * CANDIDATE_FACTOR,
+                    lambda sparse, dense_pending: self._while_dense(query, sparse, dense_pending))
                 known = set(dense_ids) if prepared.current else self.store.existing_chunk_ids(dense_ids)
                 excluded = self._prose(prepared.code_only, sparse_ids + dense_ids)
                 fused = self._tiered_fusion(sparse_ids, dense_ids, known, wanted, excluded)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -90,8 +91,9 @@ def test_work_meanwhile_gets_the_sparse_ids_while_the_dense_leg_runs() -> None:
         assert release.wait(10)  # held until the work meanwhile has run
         return [("d1", 0.9)]
 
-    def meanwhile(sparse_ids: list[str]) -> str:
+    def meanwhile(sparse_ids: list[str], dense_pending: Callable[[], bool]) -> str:
         assert dense_started.wait(10)  # the dense leg is running now, not done
+        assert dense_pending()
         release.set()
         return "+".join(sparse_ids)
 
@@ -107,7 +109,7 @@ def test_an_error_meanwhile_propagates_after_the_dense_leg_ends() -> None:
         finished.append("dense")
         return []
 
-    def meanwhile(sparse_ids: list[str]) -> None:
+    def meanwhile(sparse_ids: list[str], dense_pending: Callable[[], bool]) -> None:
         raise RuntimeError("store gone")
 
     index = HybridIndex(lambda q, k: [], dense)
