@@ -3,14 +3,15 @@
 Only typer and the few names the help text shows are imported up front; each command imports the
 engine, the renderer and rich when it runs. `--help` then costs the interpreter and typer, and
 `knowcode search` what the search needs (tests/unit/test_cli_imports.py names what stays out).
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: typer reads every command's annotations on every
+run, and string annotations cost it a ``typing.get_type_hints`` evaluation of each (~7 ms a command).
+"""
 
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import cache
 from pathlib import Path
@@ -39,12 +40,15 @@ EXIT_TERMINATED = 143  # stopped by SIGTERM (128 + 15) before the work was done
 # cannot be read here without importing the engine for every command's help.
 MCP_DEFAULT_HTTP_PORT = 8765
 
+# Plain help and usage errors (click's own formatting), not rich's panels: rendering them imported and
+# drew rich, ~0.15 s of `knowcode --help` (0.09 s now, 0.25 s before on the same machine).
 app = typer.Typer(help="KnowCode: index a repository and ask it for code, context and answers.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  rich_markup_mode=None)
 
 
 @cache
-def _stderr() -> Console:
+def _stderr() -> "Console":
     """The console for errors and progress (rich is imported only when one is shown)."""
     from rich.console import Console
 
@@ -103,7 +107,7 @@ def _errors() -> Iterator[None]:
 
 
 def _open(repo: Path, store: Path | None, config: Path | None,
-          progress: ProgressCallback = no_progress) -> KnowCode:
+          progress: ProgressCallback = no_progress) -> "KnowCode":
     from knowcode.engine import KnowCode
 
     return KnowCode.from_path(repo, store=store, config=config, progress=progress)
@@ -158,9 +162,9 @@ def search(
     json: JsonOption = False,
     all_repos: Annotated[bool, typer.Option(
         "--all-repos",
-        help="Search every repository of the shared \\[backend] (kind = \"milvus\").")] = False,
+        help="Search every repository of the shared [backend] (kind = \"milvus\").")] = False,
     repo_filter: Annotated[list[str] | None, typer.Option(
-        "--repo-filter", help="Search only this repository of the shared \\[backend] (repeatable).")] = None,
+        "--repo-filter", help="Search only this repository of the shared [backend] (repeatable).")] = None,
 ) -> None:
     """Ranked code for a query: path:lines, entity and a short snippet per hit."""
     if all_repos or repo_filter:
@@ -367,12 +371,12 @@ def serve(
 
 @app.command("drop-repo")
 def drop_repo(
-    name: Annotated[str, typer.Argument(help="The repository's name in the shared \\[backend].")],
+    name: Annotated[str, typer.Argument(help="The repository's name in the shared [backend].")],
     repo: RepoOption = Path(),
     store: StoreOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Delete a repository from the shared \\[backend] (its own index stays; indexing it re-adds it)."""
+    """Delete a repository from the shared [backend] (its own index stays; indexing it re-adds it)."""
     from knowcode.search_backend import drop_repository, vector_dimension
 
     with _errors():
@@ -406,8 +410,25 @@ def mcp(
                          watch=watch)
 
 
+# numpy's BLAS starts a thread per core when numpy is imported and keeps them spinning after each
+# call. KnowCode's only BLAS call is the dense leg's matrix-vector product, which is memory-bound and
+# already runs beside the sparse leg; on 2 cores the extra threads cost a warm `knowcode search`
+# ~0.1 s of CPU (~0.05 s of numpy's import) and won nothing (benchmarks/cli_latency.py, README).
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")  # pip's numpy wheels; conda's MKL
+
+
+def single_threaded_blas(environ: MutableMapping[str, str]) -> None:
+    """Ask numpy's BLAS for one thread, unless the caller chose a number; before numpy is imported.
+
+    :param environ: the process environment (``os.environ``).
+    """
+    for variable in BLAS_THREAD_VARIABLES:
+        environ.setdefault(variable, "1")
+
+
 def main() -> None:
     """Console-script entry point."""
+    single_threaded_blas(os.environ)  # nothing has imported numpy yet (tests/unit/test_cli_imports.py)
     signal.signal(signal.SIGTERM, _on_sigterm)
     app(prog_name="knowcode")
 

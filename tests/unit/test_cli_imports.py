@@ -7,9 +7,11 @@ back its ``sys.modules``. No timing: a module that is imported is a cost, whatev
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,7 +20,7 @@ from tests.conftest import SAMPLE_REPO, write_tree
 MARKER = "--- modules ---"
 # Runs the CLI's main() with the given argv, then prints the modules it imported.
 RUN_CLI = f"""
-import json, sys
+import json, os, sys
 from knowcode.cli import main
 sys.argv = ["knowcode", *sys.argv[1:]]
 try:
@@ -26,7 +28,8 @@ try:
 except SystemExit as stop:
     code = stop.code
 print({MARKER!r})
-print(json.dumps({{"exit": code, "modules": sorted(sys.modules)}}))
+blas = os.environ.get("OPENBLAS_NUM_THREADS")
+print(json.dumps({{"exit": code, "modules": sorted(sys.modules), "blas": blas}}))
 """
 
 # Never needed to print the help or to answer a search: the servers, the LLM stack, model2vec (the
@@ -46,13 +49,20 @@ def loaded(modules: list[str], banned: tuple[str, ...]) -> list[str]:
                    if module == name or module.startswith(f"{name}.")})
 
 
-def run_cli(*argv: str, cwd: Path) -> tuple[int, str, list[str]]:
-    """Run the CLI in a fresh interpreter: its exit code, its output, the modules it imported."""
+def run_cli_report(*argv: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
+    """Run the CLI in a fresh interpreter: its output, and its exit code, imported modules and BLAS
+    thread setting."""
     done = subprocess.run([sys.executable, "-c", RUN_CLI, *argv], cwd=cwd, capture_output=True, text=True,
-                          check=False, timeout=300)
+                          check=False, timeout=300, env=env)
     output, _, tail = done.stdout.rpartition(MARKER)
     assert tail, done.stderr
-    report = json.loads(tail)
+    report: dict[str, Any] = json.loads(tail)
+    return output, report
+
+
+def run_cli(*argv: str, cwd: Path) -> tuple[int, str, list[str]]:
+    """Run the CLI in a fresh interpreter: its exit code, its output, the modules it imported."""
+    output, report = run_cli_report(*argv, cwd=cwd)
     return report["exit"], output, report["modules"]
 
 
@@ -70,7 +80,7 @@ def test_help_loads_no_engine(tmp_path: Path, argv: list[str]) -> None:
     code, output, modules = run_cli(*argv, cwd=tmp_path)
     assert code in (0, None)
     assert "knowcode" in output
-    assert loaded(modules, NEVER_FOR_HELP) == []
+    assert loaded(modules, (*NEVER_FOR_HELP, "rich")) == []  # plain help: rich draws progress and errors only
 
 
 def test_warm_search_loads_only_the_search(tmp_path: Path) -> None:
@@ -88,6 +98,7 @@ def test_warm_search_loads_only_the_search(tmp_path: Path) -> None:
     assert loaded(modules, (*NEVER_FOR_SEARCH, "rich", "bm25s", "tqdm", "asyncio", "tree_sitter",
                             "knowcode.indexing.file_parser", "knowcode.indexing.parser",
                             "knowcode.indexing.chunker")) == []
+    assert [module for module in modules if module.startswith("tree_sitter_")] == []  # no grammar wheel
 
 
 def test_context_loads_token_counting_but_no_server(tmp_path: Path) -> None:
@@ -109,3 +120,13 @@ def test_a_missing_extra_still_names_the_install_command(tmp_path: Path) -> None
                           check=False, timeout=300)
     assert "pip install 'knowcode[server]'" in done.stderr
     assert '"exit": 1' in done.stdout
+
+
+@pytest.mark.parametrize(("preset", "expected"), [(None, "1"), ("2", "2")])
+def test_the_cli_asks_blas_for_one_thread_unless_told(tmp_path: Path, preset: str | None,
+                                                       expected: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if preset is not None:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    _, report = run_cli_report("--version", cwd=tmp_path, env=env)
+    assert report["blas"] == expected

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 CANDIDATE_FACTOR = 3  # spec: Hybrid fusion — each leg contributes limit x 3 candidates
 RRF_K = 60  # spec: Hybrid fusion — Reciprocal Rank Fusion constant
 DEFAULT_HYBRID_ALPHA = 0.2  # spec: Hybrid fusion — weight of the dense leg; AppConfig.hybrid_alpha
 
 LegSearch = Callable[[str, int], list[tuple[str, float]]]  # (query, limit) -> [(chunk id, score)]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,12 +84,26 @@ class HybridIndex:
 
         :return: (sparse ids, dense ids), each best first.
         """
+        sparse, dense, _ = self.legs_and(query, per_leg, lambda sparse_ids, dense_pending: None)
+        return sparse, dense
+
+    def legs_and(self, query: str, per_leg: int,
+                 meanwhile: Callable[[list[str], Callable[[], bool]], T]) -> tuple[list[str], list[str], T]:
+        """Run both legs in parallel, and `meanwhile` on this thread after the sparse leg, while the
+        dense leg (the query's embedding and the vector scan: the longer leg) may still be running;
+        an error in any of them propagates to the caller, the dense leg's last.
+
+        :param meanwhile: work that needs the sparse ids but not the dense ones; called with the sparse
+            ids and a function telling whether the dense leg is still running.
+        :return: (sparse ids, dense ids, what `meanwhile` returned), the ids best first.
+        """
         dense_future = self._pool.submit(self.dense, query, per_leg)
         try:
-            sparse = self.sparse(query, per_leg)  # meanwhile, on this thread
+            sparse = [c for c, _ in self.sparse(query, per_leg)]  # meanwhile, on this thread
+            extra = meanwhile(sparse, lambda: not dense_future.done())
         finally:
             dense = dense_future.result()  # raises the dense leg's error, after the sparse one
-        return [c for c, _ in sparse], [c for c, _ in dense]
+        return sparse, [c for c, _ in dense], extra
 
     def search(self, query: str, limit: int, known: Container[str]) -> list[FusedCandidate]:
         """Fused candidates for a query; each leg is asked for limit x CANDIDATE_FACTOR.

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
@@ -90,6 +90,27 @@ NO_KEYWORD_MATCH = ("no word of the query occurs in the index: these hits are on
                     "in meaning and may be unrelated")
 
 
+@dataclass(frozen=True)
+class _Named:
+    """The definitions of the symbols a query names, and the chunks holding their first lines."""
+
+    definitions: tuple[Entity, ...]
+    chunks: tuple[Chunk, ...]
+
+
+_Row = tuple[Chunk, Entity, float]  # a candidate chunk, the entity owning it, its file's mtime
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """What a hybrid query's ranking reads that the dense leg's ids do not change."""
+
+    current: bool  # the store holds exactly the chunks the search index was built from
+    named: _Named
+    code_only: bool  # prose and configuration chunks are no candidates (wants_code_only)
+    rows: Mapping[str, _Row]  # the rows of the sparse leg's first tier, by chunk id
+
+
 class RetrievalOrchestrator:
     """Answers queries from one store and its search index."""
 
@@ -121,20 +142,46 @@ class RetrievalOrchestrator:
         so every id the index returns resolves; a meta row is read instead of looking the ids up."""
         return self.store.meta().get(CONTENT_GENERATION_KEY) == str(self.index.generation)
 
+    def _named(self, query: str) -> _Named:
+        """The definitions of the symbols the query names, each with the chunk holding its first line
+        (none when the signals give definitions and mentions no weight)."""
+        if self.signals.definition == 1.0 and self.signals.mention == 1.0:
+            return _Named((), ())
+        definitions: list[Entity] = []
+        for symbol in mentioned_symbols(query):
+            definitions.extend(self.store.entities_named_like(symbol, self.top_k_multiplier))
+        chunks = tuple(chunk for _, chunk in definition_chunks(self.store, definitions))
+        return _Named(tuple(definitions), chunks)
+
+    def _while_dense(self, query: str, sparse_ids: Sequence[str],
+                     dense_pending: Callable[[], bool]) -> _Prepared:
+        """What ranking reads that the dense leg's ids do not change, read on the caller's thread while
+        that leg (the query's embedding and the vector scan) runs; SQLite and numpy release the
+        interpreter lock, so both threads work."""
+        current, named, code_only = self._index_is_current(), self._named(query), wants_code_only(query)
+        # The dense leg weighs alpha (0.2) in the fusion: 40-50 of the first tier's 50 candidates are
+        # among the sparse leg's first 50 on the search-latency queries, so their rows are read now,
+        # while the dense leg runs (when it is done, all rows are read at once after the fusion).
+        tier = FIRST_TIER_LIMIT * self.top_k_multiplier
+        rows = self.store.chunks_with_owners(sparse_ids[:tier]) if dense_pending() else {}
+        return _Prepared(current, named, code_only, rows)
+
     def _fused(self, query: str, wanted: int, errors: list[str]) -> tuple[RetrievalMode, list[FusedCandidate],
-                                                                         dict[str, int]]:
+                                                                         dict[str, int], _Prepared]:
         if self.embedder is not None:
             try:
-                sparse_ids, dense_ids = self.hybrid.legs(query, wanted * CANDIDATE_FACTOR)
-                current = self._index_is_current()
-                known = set(dense_ids) if current else self.store.existing_chunk_ids(dense_ids)
-                excluded = self._prose(query, sparse_ids + dense_ids)
+                sparse_ids, dense_ids, prepared = self.hybrid.legs_and(
+                    query, wanted * CANDIDATE_FACTOR,
+                    lambda sparse, dense_pending: self._while_dense(query, sparse, dense_pending))
+                known = set(dense_ids) if prepared.current else self.store.existing_chunk_ids(dense_ids)
+                excluded = self._prose(prepared.code_only, sparse_ids + dense_ids)
                 fused = self._tiered_fusion(sparse_ids, dense_ids, known, wanted, excluded)
                 if dense_ids and not sparse_ids:
                     # The dense leg always has nearest neighbours, even for words that mean nothing here
                     # (gibberish reaches 0.70 cosine, real questions start at 0.43): say so, never guess.
                     errors.append(NO_KEYWORD_MATCH)
-                return RetrievalMode.HYBRID, fused, {"sparse": len(sparse_ids), "dense": len(dense_ids)}
+                return (RetrievalMode.HYBRID, fused, {"sparse": len(sparse_ids), "dense": len(dense_ids)},
+                        prepared)
             except Exception as err:  # the dense leg (a provider, a model file) failed: fall back
                 errors.append(f"semantic retrieval failed, using keywords only: {err}")
         # Keyword extraction is the index's tokenizer (identifiers split, stems, no stop words),
@@ -142,12 +189,13 @@ class RetrievalOrchestrator:
         sparse = [cid for cid, _ in self.index.sparse.search(query, wanted * CANDIDATE_FACTOR)]
         fused = [FusedCandidate(cid, 1.0 / (RRF_K + rank + 1), rank, None)
                  for rank, cid in enumerate(sparse[:wanted])]
-        return RetrievalMode.LEXICAL, fused, {"sparse": len(sparse)}
+        prepared = _Prepared(current=False, named=self._named(query), code_only=False, rows={})  # named only
+        return RetrievalMode.LEXICAL, fused, {"sparse": len(sparse)}, prepared
 
-    def _prose(self, query: str, chunk_ids: Sequence[str]) -> frozenset[str]:
+    def _prose(self, code_only: bool, chunk_ids: Sequence[str]) -> frozenset[str]:
         """The prose and configuration chunks among the ids when the query wants code only (else none),
         unless every id is one: then they are all there is."""
-        if not wants_code_only(query):
+        if not code_only:
             return frozenset()
         languages = self.store.chunk_languages(chunk_ids)
         prose = frozenset(cid for cid, language in languages.items() if is_document_language(language))
@@ -169,25 +217,26 @@ class RetrievalOrchestrator:
                                       excluded=excluded)
         return first + [f for f in rest if f.chunk_id not in taken][:wanted - len(first)]
 
-    def _candidates(self, query: str, fused: Sequence[FusedCandidate], *, named: bool,
-                    exclude: Container[str] = ()) -> list[tuple[Candidate, HitSource]]:
+    def _candidates(self, fused: Sequence[FusedCandidate], *, named: _Named | None,
+                    exclude: Container[str] = (), read: Mapping[str, _Row] | None = None,
+                    ) -> list[tuple[Candidate, HitSource]]:
         """The fused candidates with their chunks and entities; with `named`, plus the definitions of
-        the symbols the query names (chunk ids in `exclude` are left out)."""
+        the symbols the query names (chunk ids in `exclude` are left out); rows already `read` are not
+        read again."""
         scores = {f.chunk_id: f for f in fused if f.chunk_id not in exclude}
         ids = list(scores)
-        definitions: list[Entity] = []
-        if named and (self.signals.definition != 1.0 or self.signals.mention != 1.0):
+        definitions = named.definitions if named is not None else ()
+        if named is not None:
             # The definition of a named symbol may rank low on words alone: bring it in, and let
             # the chunk that holds its signature speak for it (a class header is often packed
             # into the chunk of its first method).
-            for symbol in mentioned_symbols(query):
-                definitions.extend(self.store.entities_named_like(symbol, self.top_k_multiplier))
             floor = min((f.score for f in fused), default=1.0 / RRF_K)
-            for _, chunk in definition_chunks(self.store, definitions):
+            for chunk in named.chunks:
                 if chunk.id not in scores and chunk.id not in exclude:
                     scores[chunk.id] = FusedCandidate(chunk.id, floor, None, None)
                     ids.append(chunk.id)
-        rows = self.store.chunks_with_owners(ids)
+        read = read or {}
+        rows = {**read, **self.store.chunks_with_owners([cid for cid in ids if cid not in read])}
         found = []
         for chunk_id in ids:
             if chunk_id not in rows:
@@ -229,16 +278,16 @@ class RetrievalOrchestrator:
             sources = {c.chunk.id: HitSource.EXACT for c, _ in ranked}
             hits = self._unique_hits(exact, ranked, sources, limit_entities, [])
         else:
-            mode, fused, legs = self._fused(query, wanted, errors)
+            mode, fused, legs, prepared = self._fused(query, wanted, errors)
             # The first tier (the spec's pool for the default limit) is reranked on its own, so a
             # larger limit only appends: hits from deeper candidates never overtake it.
             tier = FIRST_TIER_LIMIT * self.top_k_multiplier
-            candidates = self._candidates(query, fused[:tier], named=True)
+            candidates = self._candidates(fused[:tier], named=prepared.named, read=prepared.rows)
             sources = {c.chunk.id: source for c, source in candidates}
             ranked = self._rerank(query, candidates, errors)
             hits = self._unique_hits(query, ranked, sources, limit_entities, [])
             if len(hits) < limit_entities and len(fused) > tier:
-                deeper = self._candidates(query, fused[tier:], named=False, exclude=sources)
+                deeper = self._candidates(fused[tier:], named=None, exclude=sources)
                 sources.update((c.chunk.id, source) for c, source in deeper)
                 more = self._rerank(query, deeper, errors)
                 ranked += more

@@ -2,8 +2,9 @@
 
 A static model embeds a text as the mean of its tokens' vectors. This module reads a model2vec folder
 (``model.safetensors`` and ``tokenizer.json``; ``config.json`` holds nothing the encoding needs) with
-``safetensors`` and ``tokenizers`` alone, and encodes as ``model2vec.StaticModel.encode`` does, step
-for step (a test compares the vectors for equality). Importing model2vec itself costs ~0.15 s (joblib,
+a memory map of its tensors (:mod:`knowcode.retrieval.tensor_file`) and ``tokenizers`` alone, and
+encodes as ``model2vec.StaticModel.encode`` does, step for step (a test compares the vectors for
+equality). Importing model2vec itself costs ~0.15 s (joblib,
 its hub and training code) and its constructor deep-copies the tokenizer (~0.02 s): a warm
 ``knowcode search`` paid both for one query.
 """
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import numpy.typing as npt
 
+from knowcode.retrieval.tensor_file import map_tensors
 from knowcode.retrieval.word_pieces import WordPieceWords, word_pieces_for
 
 if TYPE_CHECKING:
@@ -178,13 +180,13 @@ def load_static_encoder(folder: Path, max_tokens: int) -> StaticEncoder:
         tokenizer.json.
     :param max_tokens: tokens kept per text (model2vec's ``max_length``).
     :return: the encoder.
-    :raises ValueError: the table has neither one row per token nor a token mapping.
+    :raises ValueError: the table has neither one row per token nor a token mapping, or
+        model.safetensors is malformed.
     :raises OSError: a file cannot be read.
     """
-    from safetensors.numpy import load_file
     from tokenizers import Tokenizer
 
-    tensors = load_file(str(folder / "model.safetensors"))
+    tensors = map_tensors(folder / "model.safetensors")
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     tokens = tokenizer.get_vocab_size(with_added_tokens=True)
     embedding, mapping = tensors["embeddings"], tensors.get("mapping")

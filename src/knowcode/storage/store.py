@@ -297,8 +297,11 @@ class Store:
 
     def chunks_with_owners(self, ids: Iterable[str]) -> dict[str, tuple[Chunk, Entity, float]]:
         """For each chunk id: the chunk, the entity that owns it and its file's mtime, in one query
-        (the ranking stage reads all three for every candidate)."""
-        chunk_columns = ", ".join(f"c.{name.strip()}" for name in _CHUNK_COLUMNS.split(","))
+        (the ranking stage reads all three for every candidate). The chunks' ``index_text`` is left
+        empty: ranking reads their text and tokens, and decoding a third text a row cost a third of
+        the query (~0.2 of 0.6 ms for 50 candidates)."""
+        chunk_columns = ", ".join("''" if name.strip() == "index_text" else f"c.{name.strip()}"
+                                  for name in _CHUNK_COLUMNS.split(","))
         entity_columns = ", ".join(f"e.{name.strip()}" for name in _ENTITY_COLUMNS.split(","))
         width = len(_CHUNK_COLUMNS.split(","))
         sql = (f"SELECT {chunk_columns}, {entity_columns}, f.mtime FROM chunks c "

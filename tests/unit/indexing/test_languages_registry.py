@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from knowcode.indexing.languages import GRAMMARS, TEXT_EXTENSIONS, TEXT_FILENAMES, detect_language, spec_for
+from knowcode.indexing.languages.base import Grammar
 
 
 @pytest.mark.parametrize(("path", "language"), [
@@ -128,3 +131,16 @@ def test_text_tables_agree_with_grammars_where_they_overlap() -> None:
         assert TEXT_EXTENSIONS[ext] == by_extension[ext], ext
     for fname in by_name.keys() & TEXT_FILENAMES.keys():
         assert TEXT_FILENAMES[fname] == by_name[fname], fname
+
+
+def test_every_grammar_loads_its_wheel_on_first_call() -> None:
+    from tree_sitter import Language
+
+    for name, spec in GRAMMARS.items():
+        assert isinstance(spec.grammar, Grammar), name
+        assert Language(spec.grammar()).abi_version > 0, name  # a real capsule, from the named wheel
+
+
+def test_a_grammar_pickles_for_the_parse_workers() -> None:
+    grammar = Grammar("tree_sitter_typescript", "language_tsx")
+    assert pickle.loads(pickle.dumps(grammar)) == grammar

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+
 import pytest
 
 from knowcode.retrieval.hybrid_index import (
@@ -78,3 +81,39 @@ def test_leg_errors_propagate() -> None:
 
     with pytest.raises(RuntimeError, match="model missing"):
         HybridIndex(lambda q, k: [], broken).search("q", 3, known=set())
+
+
+def test_work_meanwhile_gets_the_sparse_ids_while_the_dense_leg_runs() -> None:
+    dense_started, release = threading.Event(), threading.Event()
+
+    def dense(query: str, limit: int) -> list[tuple[str, float]]:
+        dense_started.set()
+        assert release.wait(10)  # held until the work meanwhile has run
+        return [("d1", 0.9)]
+
+    def meanwhile(sparse_ids: list[str], dense_pending: Callable[[], bool]) -> str:
+        assert dense_started.wait(10)  # the dense leg is running now, not done
+        assert dense_pending()
+        release.set()
+        return "+".join(sparse_ids)
+
+    index = HybridIndex(lambda q, k: [("s1", 2.0), ("s2", 1.0)], dense)
+    assert index.legs_and("q", 3, meanwhile) == (["s1", "s2"], ["d1"], "s1+s2")
+    index.close()
+
+
+def test_an_error_meanwhile_propagates_after_the_dense_leg_ends() -> None:
+    finished: list[str] = []
+
+    def dense(query: str, limit: int) -> list[tuple[str, float]]:
+        finished.append("dense")
+        return []
+
+    def meanwhile(sparse_ids: list[str], dense_pending: Callable[[], bool]) -> None:
+        raise RuntimeError("store gone")
+
+    index = HybridIndex(lambda q, k: [], dense)
+    with pytest.raises(RuntimeError, match="store gone"):
+        index.legs_and("q", 3, meanwhile)
+    assert finished == ["dense"]  # waited for: no leg left running behind the error
+    index.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from pathlib import Path
 
@@ -132,6 +133,19 @@ def test_chunk_languages_are_their_entities(tmp_path: Path) -> None:
         store.insert([RECORD, notes], [MODULE, section], chunks)
     assert store.chunk_languages(["c1", "c2", "gone"]) == {"c1": "python", "c2": "markdown"}
     store.close()
+
+
+def test_chunks_with_owners_read_what_ranking_needs(tmp_path: Path) -> None:
+    chunk = Chunk("c1", "a.py", "m", 1, 2, "def f(): pass", "a.py\nf\ndef f(): pass", "def f pass")
+    store = Store.open(tmp_path)
+    with store.transaction():
+        store.insert([RECORD], [MODULE], [chunk])
+    rows = store.chunks_with_owners(["c1", "gone"])
+    store.close()
+    assert list(rows) == ["c1"]
+    found, owner, mtime = rows["c1"]
+    assert found == dataclasses.replace(chunk, index_text="")  # every field but the one ranking never reads
+    assert (owner, mtime) == (MODULE, RECORD.mtime)
 
 
 def test_rows_round_trip_through_the_tables(tmp_path: Path) -> None:

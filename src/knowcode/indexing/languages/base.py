@@ -16,8 +16,31 @@ The query names its captures by convention, so the parser needs no per-language 
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """A grammar wheel's language function, imported on first call.
+
+    Importing the 23 grammar wheels (each loads its compiled parser) cost ~20 ms, and every command
+    imports the language registry (the scanner detects languages by extension): only a run that
+    parses needs a grammar.
+    """
+
+    module: str  # the wheel's module, e.g. "tree_sitter_python"
+    function: str = "language"  # the function returning its tree-sitter language capsule
+
+    def __call__(self) -> object:
+        """The language capsule, as the wheel's own function returns it.
+
+        :return: the capsule ``tree_sitter.Language`` takes.
+        :raises ImportError: the grammar wheel is not installed.
+        """
+        language: Callable[[], object] = getattr(importlib.import_module(self.module), self.function)
+        return language()
 
 
 @dataclass(frozen=True)

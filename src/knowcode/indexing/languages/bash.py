@@ -1,8 +1,6 @@
 """Bash: functions, commands as calls (common builtins left out) and `source` / `.` imports."""
 
-import tree_sitter_bash
-
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 # Builtins are never defined in the repository, so calls to them are left out; a sourced path built
 # from variables (`"$DIR/lib.sh"`) names no file that can be found, so it is left out too.
@@ -20,7 +18,7 @@ QUERY = r"""
 SPEC = LanguageSpec(
     name="bash",
     extensions=(".sh", ".bash"),
-    grammar=tree_sitter_bash.language,
+    grammar=Grammar("tree_sitter_bash"),
     query=QUERY,
     shebangs=("bash", "sh", "zsh"),
     self_names=frozenset(),

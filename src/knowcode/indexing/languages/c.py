@@ -1,8 +1,6 @@
 """C: functions, structs, unions, enums, typedefs, calls and #include imports."""
 
-import tree_sitter_c
-
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 QUERY = r"""
 (function_definition declarator: (function_declarator declarator: (identifier) @name)) @definition.function
@@ -44,7 +42,7 @@ QUERY = r"""
 SPEC = LanguageSpec(
     name="c",
     extensions=(".c", ".h"),
-    grammar=tree_sitter_c.language,
+    grammar=Grammar("tree_sitter_c"),
     query=QUERY,
     wrapper_types=frozenset({"type_definition"}),
     self_names=frozenset(),

@@ -1,8 +1,6 @@
 """C++: namespaces, classes, structs, unions, enums, aliases, functions, methods, calls, includes, bases."""
 
-import tree_sitter_cpp
-
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 _NAME = "[(identifier) (field_identifier) (destructor_name) (operator_name)] @name"
 _SCOPE = "scope: [(namespace_identifier) @receiver (template_type name: (type_identifier) @receiver)]"
@@ -59,7 +57,7 @@ QUERY = "\n".join([
 SPEC = LanguageSpec(
     name="cpp",
     extensions=(".cpp", ".cc", ".cxx", ".hpp", ".hh", ".hxx", ".h++"),
-    grammar=tree_sitter_cpp.language,
+    grammar=Grammar("tree_sitter_cpp"),
     query=QUERY,
     wrapper_types=frozenset({"template_declaration", "type_definition"}),
     self_names=frozenset({"this"}),

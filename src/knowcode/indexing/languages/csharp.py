@@ -1,8 +1,6 @@
 """C#: namespaces, classes, structs, interfaces, enums, records, methods, calls, usings and base lists."""
 
-import tree_sitter_c_sharp
-
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 QUERY = r"""
 (namespace_declaration name: (_) @name) @definition.module
@@ -43,7 +41,7 @@ QUERY = r"""
 SPEC = LanguageSpec(
     name="csharp",
     extensions=(".cs",),
-    grammar=tree_sitter_c_sharp.language,
+    grammar=Grammar("tree_sitter_c_sharp"),
     query=QUERY,
     self_names=frozenset({"this", "base"}),
 )

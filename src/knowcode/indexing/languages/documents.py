@@ -1,11 +1,6 @@
 """Documents: Markdown heading sections and the top-level keys of YAML, TOML and JSON files."""
 
-import tree_sitter_json
-import tree_sitter_markdown
-import tree_sitter_toml
-import tree_sitter_yaml
-
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 MARKDOWN_QUERY = r"""
 (section [(atx_heading heading_content: (_) @name) (setext_heading heading_content: (_) @name)]) @definition.section
@@ -24,12 +19,12 @@ JSON_QUERY = r"""
 
 SPECS = (
     LanguageSpec(name="markdown", extensions=(".md", ".markdown", ".mdx"),
-                 grammar=tree_sitter_markdown.language, query=MARKDOWN_QUERY,
+                 grammar=Grammar("tree_sitter_markdown"), query=MARKDOWN_QUERY,
                  comment_types=frozenset({"html_block"})),
-    LanguageSpec(name="yaml", extensions=(".yaml", ".yml"), grammar=tree_sitter_yaml.language,
+    LanguageSpec(name="yaml", extensions=(".yaml", ".yml"), grammar=Grammar("tree_sitter_yaml"),
                  query=YAML_QUERY),
-    LanguageSpec(name="toml", extensions=(".toml",), grammar=tree_sitter_toml.language,
+    LanguageSpec(name="toml", extensions=(".toml",), grammar=Grammar("tree_sitter_toml"),
                  query=TOML_QUERY),
-    LanguageSpec(name="json", extensions=(".json", ".jsonc"), grammar=tree_sitter_json.language,
+    LanguageSpec(name="json", extensions=(".json", ".jsonc"), grammar=Grammar("tree_sitter_json"),
                  query=JSON_QUERY),
 )

@@ -1,8 +1,6 @@
 """Elixir: defmodule as module, def/defp/defmacro as functions, calls, alias/import/require/use imports."""
 
-import tree_sitter_elixir
-
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 _DEF = r'"^(def|defp|defmacro|defmacrop|defguard|defguardp)$"'
 # Special forms and definition macros look like local calls but call nothing in the repository.
@@ -40,7 +38,7 @@ QUERY = "\n".join([
 SPEC = LanguageSpec(
     name="elixir",
     extensions=(".ex", ".exs"),
-    grammar=tree_sitter_elixir.language,
+    grammar=Grammar("tree_sitter_elixir"),
     query=QUERY,
     shebangs=("elixir",),
     self_names=frozenset({"__MODULE__"}),

@@ -1,8 +1,6 @@
 """Go: structs, interfaces, named types, functions, receiver methods, calls, imports, embedded fields."""
 
-import tree_sitter_go
-
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 # A lone `type X ...` declaration is captured whole (its span and leading comment start at `type`);
 # the specs of a grouped `type ( ... )` declaration are captured one by one.
@@ -51,6 +49,6 @@ QUERY = r"""
 SPEC = LanguageSpec(
     name="go",
     extensions=(".go",),
-    grammar=tree_sitter_go.language,
+    grammar=Grammar("tree_sitter_go"),
     query=QUERY,
 )

@@ -1,8 +1,6 @@
 """Haskell: functions (first equation), data/newtype/type, classes, instance methods, calls, imports."""
 
-import tree_sitter_haskell
-
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 # The grammar gives every equation of a function its own node; only the first equation of each
 # function becomes the entity: the first child, or one after a declaration that is not an equation
@@ -53,7 +51,7 @@ QUERY = "\n".join([
 SPEC = LanguageSpec(
     name="haskell",
     extensions=(".hs",),
-    grammar=tree_sitter_haskell.language,
+    grammar=Grammar("tree_sitter_haskell"),
     query=QUERY,
     shebangs=("runhaskell", "runghc", "stack"),
     comment_types=frozenset({"comment", "haddock"}),

@@ -1,8 +1,6 @@
 """Java: classes, interfaces, enums, records, methods, constructors, calls, imports and supertypes."""
 
-import tree_sitter_java
-
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 QUERY = r"""
 (class_declaration name: (identifier) @name) @definition.class
@@ -42,7 +40,7 @@ QUERY = r"""
 SPEC = LanguageSpec(
     name="java",
     extensions=(".java",),
-    grammar=tree_sitter_java.language,
+    grammar=Grammar("tree_sitter_java"),
     query=QUERY,
     comment_types=frozenset({"line_comment", "block_comment"}),
     self_names=frozenset({"this", "super"}),

@@ -1,8 +1,6 @@
 """JavaScript/JSX: classes, functions (incl. named arrow functions), methods, calls, imports, bases."""
 
-import tree_sitter_javascript
-
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 DEFINITIONS = r"""
 (class_declaration name: (identifier) @name) @definition.class
@@ -81,7 +79,7 @@ QUERY = DEFINITIONS + MEMBER_FUNCTIONS + CALLS + JSX_CALLS + ES_IMPORTS + REQUIR
 SPEC = LanguageSpec(
     name="javascript",
     extensions=(".js", ".jsx", ".mjs", ".cjs"),
-    grammar=tree_sitter_javascript.language,
+    grammar=Grammar("tree_sitter_javascript"),
     query=QUERY,
     shebangs=("node", "nodejs"),
     wrapper_types=frozenset({"export_statement", "lexical_declaration", "variable_declaration",

@@ -1,8 +1,6 @@
 """Kotlin: classes, interfaces, objects, enums, type aliases, functions, calls, imports and supertypes."""
 
-import tree_sitter_kotlin
-
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 # Extension functions (`fun String.trim()`) take their receiver type as @receiver.
 QUERY = r"""
@@ -43,7 +41,7 @@ QUERY = r"""
 SPEC = LanguageSpec(
     name="kotlin",
     extensions=(".kt", ".kts"),
-    grammar=tree_sitter_kotlin.language,
+    grammar=Grammar("tree_sitter_kotlin"),
     query=QUERY,
     comment_types=frozenset({"line_comment", "block_comment"}),
     self_names=frozenset({"this", "super"}),

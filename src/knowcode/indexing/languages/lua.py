@@ -1,8 +1,6 @@
 """Lua: functions (`function M.f`, `function M:m`, local and assigned ones), calls and require imports."""
 
-import tree_sitter_lua
-
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 _REQUIRE = ("(function_call name: (identifier) @_require arguments: (arguments . (string content: (_) @import.module))"
             ' (#eq? @_require "require"))')
@@ -32,7 +30,7 @@ QUERY = rf"""
 SPEC = LanguageSpec(
     name="lua",
     extensions=(".lua",),
-    grammar=tree_sitter_lua.language,
+    grammar=Grammar("tree_sitter_lua"),
     query=QUERY,
     shebangs=("lua", "luajit"),
     wrapper_types=frozenset({"variable_declaration", "assignment_statement", "expression_list"}),

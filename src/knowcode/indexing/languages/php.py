@@ -1,8 +1,6 @@
 """PHP: classes, interfaces, traits, enums, functions, methods, calls, `use` imports, bases and traits."""
 
-import tree_sitter_php
-
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 QUERY = r"""
 (class_declaration name: (name) @name) @definition.class
@@ -49,7 +47,7 @@ QUERY += "\n".join(f"({kind} {_PATH}) @reference.import" for kind in (
 SPEC = LanguageSpec(
     name="php",
     extensions=(".php", ".phtml", ".php8", ".php7", ".inc"),
-    grammar=tree_sitter_php.language_php,
+    grammar=Grammar("tree_sitter_php", "language_php"),
     query=QUERY,
     shebangs=("php",),
     self_names=frozenset({"$this", "self", "static", "parent"}),

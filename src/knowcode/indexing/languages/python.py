@@ -1,8 +1,6 @@
 """Python: classes, functions, methods, calls, imports and base classes."""
 
-import tree_sitter_python
-
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 QUERY = r"""
 (class_definition name: (identifier) @name) @definition.class
@@ -24,7 +22,7 @@ QUERY = r"""
 SPEC = LanguageSpec(
     name="python",
     extensions=(".py", ".pyi", ".pyw"),
-    grammar=tree_sitter_python.language,
+    grammar=Grammar("tree_sitter_python"),
     query=QUERY,
     shebangs=("python", "python3", "python2"),
     wrapper_types=frozenset({"decorated_definition"}),

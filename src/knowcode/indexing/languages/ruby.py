@@ -1,8 +1,6 @@
 """Ruby: classes, modules, methods, singleton methods, calls, require imports, superclasses and mixins."""
 
-import tree_sitter_ruby
-
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 QUERY = r"""
 (class name: (constant) @name) @definition.class
@@ -31,7 +29,7 @@ QUERY = r"""
 SPEC = LanguageSpec(
     name="ruby",
     extensions=(".rb", ".rake", ".gemspec", ".ru"),
-    grammar=tree_sitter_ruby.language,
+    grammar=Grammar("tree_sitter_ruby"),
     query=QUERY,
     shebangs=("ruby",),
     filenames=("Rakefile", "Gemfile", "Vagrantfile", "Guardfile", "Podfile", "Brewfile"),

@@ -1,8 +1,6 @@
 """Rust: structs, enums, unions, traits, type aliases, mods, functions, impl methods, calls, uses, bounds."""
 
-import tree_sitter_rust
-
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 # The type an `impl` block is for: `Point`, `Wrapper<T>`, `geo::Point`.
 _IMPL_TYPE = ("type: [(type_identifier) @receiver (generic_type type: (type_identifier) @receiver)"
@@ -52,7 +50,7 @@ QUERY = rf"""
 SPEC = LanguageSpec(
     name="rust",
     extensions=(".rs",),
-    grammar=tree_sitter_rust.language,
+    grammar=Grammar("tree_sitter_rust"),
     query=QUERY,
     comment_types=frozenset({"line_comment", "block_comment"}),
     self_names=frozenset({"self", "Self"}),

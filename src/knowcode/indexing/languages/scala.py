@@ -1,8 +1,6 @@
 """Scala: classes, objects, traits, enums, type aliases, defs, calls, imports and extends clauses."""
 
-import tree_sitter_scala
-
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 # An import path is a run of sibling identifiers with no node of its own, and the parser reads one
 # node per capture, so @import.module is the last path segment (`import a.b.C` imports `C`).
@@ -42,7 +40,7 @@ QUERY = r"""
 SPEC = LanguageSpec(
     name="scala",
     extensions=(".scala", ".sc"),
-    grammar=tree_sitter_scala.language,
+    grammar=Grammar("tree_sitter_scala"),
     query=QUERY,
     comment_types=frozenset({"comment", "block_comment"}),
     self_names=frozenset({"this", "super"}),

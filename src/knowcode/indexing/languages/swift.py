@@ -1,8 +1,6 @@
 """Swift: classes, structs, enums, actors, protocols, extensions' methods, functions, calls, imports."""
 
-import tree_sitter_swift
-
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 # Members of an `extension T` are captured with @receiver T, so they join T when it is in the file.
 # Function patterns are tied to where the function sits, so no function is matched twice.
@@ -49,7 +47,7 @@ QUERY = rf"""
 SPEC = LanguageSpec(
     name="swift",
     extensions=(".swift",),
-    grammar=tree_sitter_swift.language,
+    grammar=Grammar("tree_sitter_swift"),
     query=QUERY,
     comment_types=frozenset({"comment", "multiline_comment"}),
     self_names=frozenset({"self", "Self", "super"}),

@@ -1,9 +1,7 @@
 """TypeScript and TSX: classes, interfaces, types, enums, namespaces, functions, calls, imports, bases."""
 
-import tree_sitter_typescript
-
 from knowcode.indexing.languages import javascript
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 DEFINITIONS = r"""
 (class_declaration name: (type_identifier) @name) @definition.class
@@ -47,7 +45,7 @@ _WRAPPERS = frozenset({"export_statement", "lexical_declaration", "variable_decl
 TYPESCRIPT = LanguageSpec(
     name="typescript",
     extensions=(".ts", ".mts", ".cts"),
-    grammar=tree_sitter_typescript.language_typescript,
+    grammar=Grammar("tree_sitter_typescript", "language_typescript"),
     query=QUERY,
     shebangs=("ts-node", "tsx", "deno", "bun"),
     wrapper_types=_WRAPPERS,
@@ -57,7 +55,7 @@ TYPESCRIPT = LanguageSpec(
 TSX = LanguageSpec(
     name="tsx",
     extensions=(".tsx",),
-    grammar=tree_sitter_typescript.language_tsx,
+    grammar=Grammar("tree_sitter_typescript", "language_tsx"),
     query=QUERY + javascript.JSX_CALLS,
     wrapper_types=_WRAPPERS,
     self_names=frozenset({"this", "super"}),

@@ -1,8 +1,6 @@
 """Zig: functions, `const X = struct/enum/union {...}` containers, calls and `@import` imports."""
 
-import tree_sitter_zig
-
-from knowcode.indexing.languages.base import LanguageSpec
+from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
 # A container is named by the `const X =` declaration that holds it: the declaration is the definition.
 QUERY = r"""
@@ -22,7 +20,7 @@ QUERY = r"""
 SPEC = LanguageSpec(
     name="zig",
     extensions=(".zig",),
-    grammar=tree_sitter_zig.language,
+    grammar=Grammar("tree_sitter_zig"),
     query=QUERY,
     self_names=frozenset({"self"}),
 )
