@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,11 @@ def test_concurrent_readers_never_see_half_a_reindex(engine: KnowCode) -> None:
             _generation(engine.root, number)
             report = engine.index()
             assert sorted(report.changed) == ["pkg/alpha_side.py", "pkg/beta_side.py"]
+        # A query answered just after the last run may have started before it: wait for one that saw it.
+        last, deadline = f"alpha_marker_gen{REINDEXES}", time.monotonic() + WAIT_SECONDS
+        while not any(names and names[0] == last for names in list(seen)):
+            assert time.monotonic() < deadline, "no reader followed the writer to its last state"
+            assert answered.acquire(timeout=WAIT_SECONDS)
     finally:
         stop.set()
         for thread in threads:
@@ -88,7 +94,7 @@ def test_concurrent_readers_never_see_half_a_reindex(engine: KnowCode) -> None:
         assert alpha.startswith("alpha_marker_gen") and beta.startswith("beta_marker_gen"), names
         assert alpha.removeprefix("alpha_marker_gen") == beta.removeprefix("beta_marker_gen"), names
     generations = {int(names[0].removeprefix("alpha_marker_gen")) for names in seen}
-    assert max(generations) == REINDEXES  # the readers followed the writer to its last state
+    assert max(generations) == REINDEXES
 
 
 def test_a_reader_follows_the_writer_and_the_pool_shares_one_search_index(engine: KnowCode) -> None:
