@@ -127,8 +127,11 @@ class Watcher:
         self._stop.clear()
         self._ready.clear()
         self._ended.clear()
-        self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+        # Kept only once started: a Ctrl-C inside start() (it waits for the thread to run) must leave
+        # nothing for stop() to join, which raises on a thread that never started.
+        thread.start()
+        self._thread = thread
         logger.info("watching %s for changes", self.root)
 
     def stop(self) -> None:
