@@ -129,9 +129,10 @@ def score(instances: Sequence[Instance], snapshots: Path, variants: Mapping[str,
         if not is_done(snapshot):
             continue
         tree = Path(json.loads((snapshot / META_FILE).read_text())["tree"])
+        root = tree if tree.is_dir() else snapshot  # a reader never reads its root: any folder will do
         per_method: dict[str, Any] = {}
         for name in methods:
-            owner = knowcode.open(tree, store=snapshot / "index",
+            owner = knowcode.open(root, store=snapshot / "index",
                                   config=variants.get(name, AppConfig()))
             reader = owner.reader()
             try:

@@ -73,6 +73,9 @@ def test_build_then_score_on_a_tiny_history(tmp_path: Path, capsys: pytest.Captu
     (tree / "pkg" / "parser.py").unlink()  # the tree moved on; the snapshots never read it
     issue_snapshots.main(["score", *common, "--out", str(out)])
     assert json.loads(out.read_text())["means"]["knowcode"]["fn_recall10"] == 1.0
+    shutil.rmtree(tree)  # or is gone
+    issue_snapshots.main(["score", *common, "--out", str(out)])
+    assert json.loads(out.read_text())["means"]["knowcode"]["fn_recall10"] == 1.0
 
 
 def test_a_partial_snapshot_is_built_again_and_never_scored(tmp_path: Path) -> None:
