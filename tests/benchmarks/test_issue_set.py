@@ -79,7 +79,9 @@ def test_visiting_order_starts_from_the_nearest_end() -> None:
     assert visiting_order(repo, oldest_first[1].created) == oldest_first
 
 
-def test_a_whole_issue_run_on_a_tiny_history(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def tiny_history(tmp_path: Path) -> tuple[Path, Path]:
+    """A two-commit repository (its git dir under repos/) and a benchmark folder with one report at
+    each commit: (bench, repos)."""
     origin = tmp_path / "origin"
     origin.mkdir()
     git(origin, "init", "-q")
@@ -109,6 +111,11 @@ def test_a_whole_issue_run_on_a_tiny_history(tmp_path: Path, capsys: pytest.Capt
                      file_targets=["pkg/parser.py"]),
     ]
     write_tree(bench, {"issues/swe_verified_dev.json": json.dumps(cases)})
+    return bench, repos
+
+
+def test_a_whole_issue_run_on_a_tiny_history(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench, repos = tiny_history(tmp_path)
     out = tmp_path / "out" / "quality.json"
     argv = ["--sets", "issues", "--bench", str(bench), "--issue-repos", str(repos), "--store-root",
             str(tmp_path / "stores"), "--methods", "bm25-lines", "knowcode", "--out", str(out),
