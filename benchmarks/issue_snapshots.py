@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import statistics
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -42,7 +41,7 @@ from corpus_sets import find_bench_dir, log
 from issue_corpus import WorkTree, commit_time, find_git_dir
 from issue_set import ISSUES_FILE, Instance, load_instances, select_instances, visiting_order
 from methods import to_hit
-from set_scoring import score_issue
+from set_scoring import mean_metrics, score_issue
 
 import knowcode
 from knowcode import AppConfig
@@ -149,8 +148,7 @@ def score(instances: Sequence[Instance], snapshots: Path, variants: Mapping[str,
             per_method[name] = metrics
         reports.append({"instance": instance.instance_id, "repo": instance.repo, "metrics": per_method})
         log(f"[score] {instance.instance_id}")
-    means = {name: {k: statistics.fmean(r[k] for r in rows[name]) for k in rows[name][0]}
-             for name in methods if rows[name]}
+    means = {name: mean_metrics(rows[name]) for name in methods if rows[name]}
     return {"reports": len(reports), "means": means, "per_report": reports}
 
 
