@@ -19,6 +19,7 @@ import platformdirs
 from knowcode.analysis.token_counter import DEFAULT_ENCODING
 from knowcode.indexing.scanner import DEFAULT_MAX_FILE_BYTES
 from knowcode.retrieval.hybrid_index import DEFAULT_HYBRID_ALPHA
+from knowcode.retrieval.relevance_feedback import DEFAULT_FEEDBACK_WEIGHT
 from knowcode.retrieval.reranker import DEFAULT_TOP_K_MULTIPLIER, RankingSignals
 from knowcode.retrieval.sparse import BM25_B, BM25_K1
 from knowcode.safety import split_host
@@ -167,6 +168,9 @@ class AppConfig:
     hybrid_alpha: float = DEFAULT_HYBRID_ALPHA  # spec: Hybrid fusion — weight of the dense leg
     bm25_k1: float = BM25_K1  # sparse leg saturation
     bm25_b: float = BM25_B  # sparse leg length normalisation
+    # long questions: the weight of the terms pseudo-relevance feedback adds to the sparse leg's query,
+    # as a share of the question's (retrieval/relevance_feedback.py); 0 switches it off
+    query_feedback: float = DEFAULT_FEEDBACK_WEIGHT
     reranker_top_k_multiplier: int = DEFAULT_TOP_K_MULTIPLIER  # spec: Reranking — limit x 5 reranked
     embedding_provider: str = "static"  # static (shipped model2vec), openai, voyage, or none
     embedding_model: str = ""  # remote providers: the model name (voyage default: voyage-code-3)

@@ -28,7 +28,7 @@ import numpy as np
 from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
 from knowcode.indexing.tokenizer import tokenize
 from knowcode.retrieval.search_index import SearchIndex
-from knowcode.retrieval.sparse import SparseIndex
+from knowcode.retrieval.sparse import Expansion, SparseIndex
 from knowcode.storage.milvus_backend import (
     MAX_TEXT_BYTES,
     BackendError,
@@ -239,8 +239,15 @@ class _SparseLeg(SparseIndex):
         super().__init__([])
         self.legs = legs
 
-    def search(self, query: str, limit: int) -> list[tuple[str, float]]:
-        """The best `limit` chunks for a query from the backend."""
+    def search(self, query: str, limit: int,
+               expand: Expansion | None = None) -> list[tuple[str, float]]:
+        """The best `limit` chunks for a query from the backend.
+
+        :raises ValueError: with an expansion: the backend scores the query's text alone (this leg holds
+            no term statistics, so relevance feedback never asks it to).
+        """
+        if expand is not None:
+            raise ValueError("the search backend's sparse leg takes no query expansion")
         return self.legs.sparse(query, limit)
 
 

@@ -43,7 +43,7 @@ from knowcode.retrieval.orchestrator import (
 )
 from knowcode.retrieval.reranker import CrossEncoder, RankingSignals
 from knowcode.retrieval.search_index import SearchIndex
-from knowcode.retrieval.sparse import SparseIndex
+from knowcode.retrieval.sparse import Expansion, SparseIndex
 from knowcode.storage.milvus_backend import BackendHit, RepositoryRecord, primary_key
 from knowcode.storage.store import Store
 from knowcode.storage.vector_store import FloatMatrix, VectorStore
@@ -91,7 +91,10 @@ class _PresetSparse(SparseIndex):
         super().__init__([])
         self.preset = preset
 
-    def search(self, query: str, limit: int) -> list[tuple[str, float]]:
+    def search(self, query: str, limit: int,
+               expand: Expansion | None = None) -> list[tuple[str, float]]:
+        if expand is not None:  # it holds no term statistics, so relevance feedback never expands its queries
+            raise ValueError("the global results take no query expansion")
         return self.preset.sparse[:limit]
 
 

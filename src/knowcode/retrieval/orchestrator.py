@@ -1,7 +1,8 @@
 """RetrievalOrchestrator (spec: "Retrieval routing"): route a query, rank, select entities, expand.
 
 1. A quoted query goes to the exact-match engine.
-2. Otherwise the hybrid index (BM25 + dense, RRF), reranked.
+2. Otherwise the hybrid index (BM25 + dense, RRF), reranked; a long question's BM25 query is
+   expanded by pseudo-relevance feedback (relevance_feedback) first.
 3. If the dense leg fails, BM25 alone on the query's keywords; the error is kept and the mode is
    ``lexical``: never a silent empty result.
 4. Hits are de-duplicated to `limit_entities` unique entities.
@@ -28,11 +29,13 @@ from knowcode.retrieval.hybrid_index import (
     HybridIndex,
     reciprocal_rank_fusion,
 )
+from knowcode.retrieval.relevance_feedback import DEFAULT_FEEDBACK_WEIGHT, FEEDBACK_DOCUMENTS, expansion_terms
 from knowcode.retrieval.reranker import (
     Candidate,
     CrossEncoder,
     RankingSignals,
     mentioned_symbols,
+    question_share,
     rerank,
     wants_code_only,
 )
@@ -116,7 +119,8 @@ class RetrievalOrchestrator:
 
     def __init__(self, store: Store, index: SearchIndex, embedder: EmbeddingProvider | None, *,
                  alpha: float, top_k_multiplier: int, signals: RankingSignals,
-                 cross_encoder: CrossEncoder | None = None) -> None:
+                 cross_encoder: CrossEncoder | None = None,
+                 feedback: float = DEFAULT_FEEDBACK_WEIGHT) -> None:
         self.store = store
         self.index = index
         self.embedder = embedder
@@ -124,11 +128,29 @@ class RetrievalOrchestrator:
         self.top_k_multiplier = top_k_multiplier
         self.signals = signals
         self.cross_encoder = cross_encoder
-        self.hybrid = HybridIndex(self.index.sparse.search, self._dense, alpha=alpha)
+        self.feedback = feedback
+        self.hybrid = HybridIndex(self._sparse, self._dense, alpha=alpha)
 
     def close(self) -> None:
         """Release the hybrid index's threads."""
         self.hybrid.close()
+
+    def _sparse(self, query: str, limit: int) -> list[tuple[str, float]]:
+        """BM25 for the query; for a long question (not a report), ranked again with the terms its first
+        hits suggest."""
+        sparse = self.index.sparse
+        weight = self.feedback * question_share(query)
+        if not weight or not sparse.documents:  # a search backend's leg holds no term statistics here
+            return sparse.search(query, limit)
+
+        def expand(hits: Sequence[tuple[str, float]]) -> dict[str, float]:
+            first = hits[:FEEDBACK_DOCUMENTS]
+            tokens = self.store.chunk_tokens([cid for cid, _ in first])
+            feedback = [(tokens[cid], score) for cid, score in first if cid in tokens]
+            return expansion_terms(tokenize(query), feedback, sparse.document_frequency, sparse.documents,
+                                   weight=weight)
+
+        return sparse.search(query, limit, expand)
 
     def _dense(self, query: str, limit: int) -> list[tuple[str, float]]:
         if self.embedder is None or self.index.dense is None or self.index.embedding is None:
@@ -186,7 +208,7 @@ class RetrievalOrchestrator:
                 errors.append(f"semantic retrieval failed, using keywords only: {err}")
         # Keyword extraction is the index's tokenizer (identifiers split, stems, no stop words),
         # which the sparse leg applies to the query itself.
-        sparse = [cid for cid, _ in self.index.sparse.search(query, wanted * CANDIDATE_FACTOR)]
+        sparse = [cid for cid, _ in self._sparse(query, wanted * CANDIDATE_FACTOR)]
         fused = [FusedCandidate(cid, 1.0 / (RRF_K + rank + 1), rank, None)
                  for rank, cid in enumerate(sparse[:wanted])]
         prepared = _Prepared(current=False, named=self._named(query), code_only=False, rows={})  # named only

@@ -136,6 +136,13 @@ def wants_code_only(query: str) -> bool:
     return facts.long_share == 1.0 and not facts.about_docs
 
 
+def question_share(query: str) -> float:
+    """How much the query is a long, specific question, from 0 (short queries, symbols and reports of
+    more than QUESTION_TOKENS tokens) to 1 (from UNDIVERSE_QUERY_TOKENS distinct tokens on)."""
+    facts = _Query.of(query)
+    return 0.0 if facts.is_report else facts.long_share
+
+
 def mentioned_symbols(query: str) -> list[str]:
     """The code names a question mentions: the whole query if it is a symbol, else its code words."""
     stripped = query.strip()

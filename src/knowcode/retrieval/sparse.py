@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -44,6 +44,13 @@ BUILD_BATCH_DOCUMENTS = 4096
 IntArray = npt.NDArray[np.int64]
 Int32Array = npt.NDArray[np.int32]
 FloatArray = npt.NDArray[np.float64]
+# A query expansion: from the hits of a query (chunk id, score, best first), terms -> weights.
+Expansion = Callable[[Sequence[tuple[str, float]]], Mapping[str, float]]
+
+
+def bm25_idf(frequency: int, documents: int) -> float:
+    """The lucene variant's idf of a term found in `frequency` of `documents` documents."""
+    return math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5))
 
 
 @dataclass(frozen=True)
@@ -201,28 +208,50 @@ class SparseIndex:
                 frequency += len(docs)
         return frequency, found
 
-    def scores(self, tokens: Iterable[str]) -> FloatArray:
-        """The BM25 score of every row (segment by segment, deleted rows 0) for query tokens."""
+    def document_frequency(self, token: str) -> int:
+        """How many live rows hold the token."""
+        frequency = 0
+        for segment, live in zip(self._segments, self._live, strict=True):
+            column = segment.postings.vocabulary.get(token)
+            if column is None:
+                continue
+            start, end = int(segment.postings.indptr[column]), int(segment.postings.indptr[column + 1])
+            frequency += end - start if live is None else int(live[segment.postings.docs[start:end]].sum())
+        return frequency
+
+    def scores(self, tokens: Iterable[str], weights: Mapping[str, float] | None = None) -> FloatArray:
+        """The BM25 score of every row (segment by segment, deleted rows 0) for query tokens, plus each
+        of `weights`' terms' BM25 times its weight."""
         scores = np.zeros(len(self._ids), dtype=np.float64)
         documents = self.documents
-        for token in tokens:
+        weighted = [(token, 1.0) for token in tokens] + list((weights or {}).items())
+        for token, weight in weighted:
             frequency, columns = self._columns(token)
             if not frequency:
                 continue
-            idf = math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5))
+            factor = weight * bm25_idf(frequency, documents)
             for number, docs, tfs in columns:
                 start, end = self._offsets[number], self._offsets[number + 1]
                 # rows are unique within a column, so a fancy-indexed += adds each once
-                scores[start:end][docs] += idf * (tfs / (self._norm[start:end][docs] + tfs))
+                scores[start:end][docs] += factor * (tfs / (self._norm[start:end][docs] + tfs))
         return scores
 
-    def search(self, query: str, limit: int) -> list[tuple[str, float]]:
+    def search(self, query: str, limit: int,
+               expand: Expansion | None = None) -> list[tuple[str, float]]:
         """The best `limit` chunks for a query, as (chunk id, BM25 score), best first; zeros left out.
 
         Ties are broken by chunk id, so the order does not depend on how rows are spread over segments.
+
+        :param query: the query text (the index's tokenizer splits it).
+        :param limit: how many chunks.
+        :param expand: given the query's hits, further terms (index tokens) and the weight of each
+            term's BM25 score in a second ranking (a query expansion); none by default.
         """
         if not self._ids or limit <= 0:
             return []
         scores = self.scores(tokenize(query))
-        return top_by_score(scores, self._ids, limit, floor=0.0)
-
+        hits = top_by_score(scores, self._ids, limit, floor=0.0)
+        extra = expand(hits) if expand is not None and hits else None
+        if not extra:
+            return hits
+        return top_by_score(scores + self.scores((), extra), self._ids, limit, floor=0.0)

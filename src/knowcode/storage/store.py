@@ -309,6 +309,11 @@ class Store:
         rows = self._select_in(sql, ids, tuple)
         return {row[0]: (Chunk(*row[:width]), _entity(row[width:-1]), row[-1]) for row in rows}
 
+    def chunk_tokens(self, ids: Iterable[str]) -> dict[str, str]:
+        """The index tokens (space-joined) of each given chunk (ids not in the store are left out)."""
+        return dict(self._select_in("SELECT id, tokens FROM chunks WHERE id IN", ids,
+                                    lambda row: (str(row[0]), str(row[1]))))
+
     def chunk_languages(self, ids: Iterable[str]) -> dict[str, str]:
         """The language of each given chunk's entity (ids not in the store are left out)."""
         sql = "SELECT c.id, e.language FROM chunks c JOIN entities e ON e.id = c.entity_id WHERE c.id IN"

@@ -22,6 +22,7 @@ from knowcode.retrieval.orchestrator import (
     per_entity_token_budget,
     validate_query,
 )
+from knowcode.retrieval.relevance_feedback import DEFAULT_FEEDBACK_WEIGHT
 from knowcode.retrieval.reranker import CrossEncoder, RankingSignals
 from knowcode.retrieval.search_index import load_search_index
 from knowcode.storage import Store
@@ -64,11 +65,12 @@ def sample_kc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowCode]:
 
 
 def _orchestrator(kc: KnowCode, embedder: EmbeddingProvider | None,
-                  cross_encoder: CrossEncoder | None = None) -> Iterator[RetrievalOrchestrator]:
+                  cross_encoder: CrossEncoder | None = None,
+                  feedback: float = DEFAULT_FEEDBACK_WEIGHT) -> Iterator[RetrievalOrchestrator]:
     store = Store.open(kc.store_dir, create=False)
     orchestrator = RetrievalOrchestrator(store, load_search_index(store, kc.store_dir), embedder,
                                          alpha=0.2, top_k_multiplier=5, signals=RankingSignals(),
-                                         cross_encoder=cross_encoder)
+                                         cross_encoder=cross_encoder, feedback=feedback)
     try:
         yield orchestrator
     finally:
@@ -507,3 +509,38 @@ def test_hybrid_results_are_expanded_too(calls_kc: KnowCode) -> None:
     assert _names(result.hits) == ["calls.top"]
     assert set(_names(result.dependencies)) == {"calls.middle", "calls.leaf"}
     assert all(hit.score == 0.0 for hit in result.dependencies)
+
+
+# The question's words are in session.py; the signing code they lead to shares that file's
+# identifiers (serializer, salt, itsdangerous) but none of the question's words.
+FEEDBACK_REPO = {
+    "session.py": "def save_session_cookie(response, session):\n"
+                  "    serializer = itsdangerous_serializer(salt_value)\n"
+                  "    response.set_cookie(serializer.dumps(session))\n",
+    "signing.py": "def itsdangerous_serializer(salt_value):\n    return URLSafeSerializer(salt_value)\n",
+    **{f"noise{i}.py": f"def unrelated_{i}(items):\n    return sorted(items)\n" for i in range(6)},
+}
+FEEDBACK_QUESTION = ("When the app saves the session cookie on the response, which code decides how its "
+                     "contents are protected before they are sent to the browser?")
+
+FEEDBACK_REPORT = FEEDBACK_QUESTION + (" Steps to reproduce: start the development server, log in twice from "
+                                       "two tabs, wait until the token expires, then reload every page quickly.")
+
+
+@pytest.fixture(scope="module")
+def feedback_kc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowCode]:
+    yield from _indexed(tmp_path_factory, "feedback", FEEDBACK_REPO)
+
+
+@pytest.mark.parametrize(("feedback", "query", "found"), [
+    (DEFAULT_FEEDBACK_WEIGHT, FEEDBACK_QUESTION, True),  # a long question: the first hit's terms join it
+    (0.0, FEEDBACK_QUESTION, False),  # switched off: only the question's words
+    (DEFAULT_FEEDBACK_WEIGHT, "session cookie response", False),  # a short query is taken as it is
+    (DEFAULT_FEEDBACK_WEIGHT, FEEDBACK_REPORT, False),  # so is a report: it names its code already
+])
+def test_a_long_question_reaches_code_through_its_first_hits_terms(feedback_kc: KnowCode, feedback: float,
+                                                                   query: str, found: bool) -> None:
+    for orchestrator in _orchestrator(feedback_kc, None, feedback=feedback):
+        result = orchestrator.retrieve(query, limit_entities=5, expand_deps=False)
+        assert result.hits[0].path == "session.py"
+        assert ("signing.py" in {hit.path for hit in result.hits}) is found

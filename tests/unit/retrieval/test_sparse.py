@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
 import bm25s
@@ -266,3 +267,47 @@ def test_irregular_spacing_counts_as_split_does() -> None:
     np.testing.assert_array_equal(regular.docs, spaced.docs)
     np.testing.assert_array_equal(regular.tfs, spaced.tfs)
     np.testing.assert_array_equal(regular.lengths, [2, 1, 0, 2])
+
+
+def test_an_expansion_adds_its_terms_weighted_scores() -> None:
+    index = build()
+    plain = dict(index.search("config", 10))
+    page = dict(index.search("page", 10))
+    seen: list[list[tuple[str, float]]] = []
+
+    def expand(hits: Sequence[tuple[str, float]]) -> dict[str, float]:
+        seen.append(list(hits))
+        return {"page": 0.5}
+
+    expanded = dict(index.search("config", 10, expand))
+    assert seen == [index.search("config", 10)]  # it is given the query's own hits
+    for cid in set(plain) | set(page):
+        assert expanded[cid] == pytest.approx(plain.get(cid, 0.0) + 0.5 * page.get(cid, 0.0), rel=1e-12)
+    assert index.search("config", 10, lambda hits: {}) == index.search("config", 10)
+    assert index.search("config", 10, lambda hits: {"nowhere": 3.0}) == index.search("config", 10)
+
+
+def test_a_query_without_hits_is_not_expanded() -> None:
+    def expand(hits: Sequence[tuple[str, float]]) -> dict[str, float]:
+        raise AssertionError("no hits to expand from")
+
+    assert build().search("nowhere", 10, expand) == []
+
+
+def test_document_frequency_counts_live_rows_only() -> None:
+    postings = Postings.build(tokens_of(DOCS))
+    index = SparseIndex([SparseSegment(list(DOCS), postings, frozenset({2}))])  # c3 deleted
+    assert index.document_frequency("config") == 1
+    assert build().document_frequency("config") == 2
+    assert build().document_frequency("nowhere") == 0
+
+
+@pytest.mark.parametrize("pieces", [1, 3])
+def test_segments_with_tombstones_weigh_extra_terms_as_one_segment(pieces: int) -> None:
+    docs = _corpus(5, 300)
+    whole, split = build(docs), _segmented(docs, 7, pieces)
+    extra = {"w3": 0.7, "page": 0.2, "stale": 1.5}
+    expected = whole.search("config w1", 25, lambda hits: extra)
+    found = split.search("config w1", 25, lambda hits: extra)
+    assert [cid for cid, _ in found] == [cid for cid, _ in expected]
+    assert [split.document_frequency(t) for t in extra] == [whole.document_frequency(t) for t in extra]

@@ -135,6 +135,16 @@ def test_chunk_languages_are_their_entities(tmp_path: Path) -> None:
     store.close()
 
 
+def test_chunk_tokens_are_what_bm25_indexed(tmp_path: Path) -> None:
+    chunks = [Chunk("c1", "a.py", "m", 1, 2, "def f(): pass", "a.py f", "def f pass"),
+              Chunk("c2", "a.py", "m", 3, 4, "x = 1", "a.py x", "x")]
+    store = Store.open(tmp_path)
+    with store.transaction():
+        store.insert([RECORD], [MODULE], chunks)
+    assert store.chunk_tokens(["c2", "c1", "gone"]) == {"c1": "def f pass", "c2": "x"}
+    store.close()
+
+
 def test_chunks_with_owners_read_what_ranking_needs(tmp_path: Path) -> None:
     chunk = Chunk("c1", "a.py", "m", 1, 2, "def f(): pass", "a.py\nf\ndef f(): pass", "def f pass")
     store = Store.open(tmp_path)
