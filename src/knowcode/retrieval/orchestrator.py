@@ -34,8 +34,8 @@ from knowcode.retrieval.reranker import (
     Candidate,
     CrossEncoder,
     RankingSignals,
+    is_long_question,
     mentioned_symbols,
-    question_share,
     rerank,
     wants_code_only,
 )
@@ -139,8 +139,11 @@ class RetrievalOrchestrator:
         """BM25 for the query; for a long question (not a report), ranked again with the terms its first
         hits suggest."""
         sparse = self.index.sparse
-        weight = self.feedback * question_share(query)
-        if not weight or not sparse.documents:  # a search backend's leg holds no term statistics here
+        # Feedback needs a question with enough words to find its subject: at 9-11 tokens (the longest
+        # file-level queries) it cost 3 of 284 file-level queries 0.01-0.07 NDCG@10 and gained none.
+        # A report names its code already (bench/issues: fn Recall@10 0.480 -> 0.471 with feedback).
+        # A search backend's leg holds no term statistics here.
+        if not self.feedback or not is_long_question(query) or not sparse.documents:
             return sparse.search(query, limit)
 
         def expand(hits: Sequence[tuple[str, float]]) -> dict[str, float]:
@@ -148,7 +151,7 @@ class RetrievalOrchestrator:
             tokens = self.store.chunk_tokens([cid for cid, _ in first])
             feedback = [(tokens[cid], score) for cid, score in first if cid in tokens]
             return expansion_terms(tokenize(query), feedback, sparse.document_frequency, sparse.documents,
-                                   weight=weight)
+                                   weight=self.feedback)
 
         return sparse.search(query, limit, expand)
 

@@ -136,11 +136,11 @@ def wants_code_only(query: str) -> bool:
     return facts.long_share == 1.0 and not facts.about_docs
 
 
-def question_share(query: str) -> float:
-    """How much the query is a long, specific question, from 0 (short queries, symbols and reports of
-    more than QUESTION_TOKENS tokens) to 1 (from UNDIVERSE_QUERY_TOKENS distinct tokens on)."""
+def is_long_question(query: str) -> bool:
+    """Whether the query is a long, specific question: every long-question signal in full (from
+    UNDIVERSE_QUERY_TOKENS distinct tokens), yet no report (at most QUESTION_TOKENS)."""
     facts = _Query.of(query)
-    return 0.0 if facts.is_report else facts.long_share
+    return facts.long_share == 1.0 and not facts.is_report
 
 
 def mentioned_symbols(query: str) -> list[str]:

@@ -523,8 +523,8 @@ FEEDBACK_REPO = {
 FEEDBACK_QUESTION = ("When the app saves the session cookie on the response, which code decides how its "
                      "contents are protected before they are sent to the browser?")
 
-FEEDBACK_REPORT = FEEDBACK_QUESTION + (" Steps to reproduce: start the development server, log in twice from "
-                                       "two tabs, wait until the token expires, then reload every page quickly.")
+FEEDBACK_REPORT = FEEDBACK_QUESTION + (" Steps to reproduce: start the development server, log in twice "
+                                       "from two tabs, wait until the token expires, then reload every page.")
 
 
 @pytest.fixture(scope="module")
