@@ -95,10 +95,12 @@ def _without(signal: str) -> AppConfig:
     return replace(AppConfig(), ranking=replace(RankingSignals(), **{signal: 1.0}))
 
 
-# Ablations (--ablation): each leg alone, no ranking stage at all, and each ranking signal switched off.
+# Ablations (--ablation): each leg alone, no relevance feedback, no ranking stage at all, and each ranking
+# signal switched off.
 ABLATIONS: dict[str, SearchFn] = {
     "sparse-only": KnowCodeSearch(replace(AppConfig(), hybrid_alpha=0.0)),
     "dense-only": KnowCodeSearch(replace(AppConfig(), hybrid_alpha=1.0)),
+    "no-feedback": KnowCodeSearch(replace(AppConfig(), query_feedback=0.0)),
     "no-ranking": KnowCodeSearch(replace(AppConfig(), ranking=RankingSignals(
         **{name: 1.0 for name in RankingSignals.__dataclass_fields__}))),
     **{f"no-{name}": KnowCodeSearch(_without(name)) for name in RankingSignals.__dataclass_fields__},
