@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 
 import pytest
 
@@ -43,7 +44,15 @@ from knowcode.analysis.sections import (
     render as render_section,
 )
 from knowcode.analysis.token_counter import default_counter
-from knowcode.models import ContextBundle, RetrievalMode, SearchHit, TaskType, Verbosity
+from knowcode.models import (
+    ContextBundle,
+    Evidence,
+    RetrievalMode,
+    SearchHit,
+    SelectedEntity,
+    TaskType,
+    Verbosity,
+)
 
 S = Section
 
@@ -366,6 +375,20 @@ def bundle() -> ContextBundle:
 def test_each_verbosity_level_carries_its_fields(verbosity: Verbosity, fields: set[str]) -> None:
     assert set(render.context_fields(verbosity)) == fields
     assert set(render.context_data(bundle(), verbosity)) == fields
+
+
+@pytest.mark.parametrize("verbosity", list(Verbosity))
+def test_a_levels_data_is_what_asdict_makes_of_its_fields(verbosity: Verbosity) -> None:
+    full = dataclasses.replace(
+        bundle(), truncation=("x: cut",), changed_files=("a.py",), errors=("[e]",),
+        selected_entities=(SelectedEntity("i", "m.f", "function", "a.py", 1, 2, "hybrid"),),
+        evidence=(Evidence(1, "c", "i", 0.5, "hybrid"), Evidence(2, "d", "j", 0.25, "sparse")))
+    whole = dataclasses.asdict(full)
+    data = render.context_data(full, verbosity)
+    assert data == {name: whole[name] for name in render.context_fields(verbosity)}
+    assert [type(value) for value in data.values()] == [type(whole[name]) for name in data]
+    assert render.context_json(full, verbosity) == json.dumps(
+        {name: whole[name] for name in render.context_fields(verbosity)}, indent=2, default=str)
 
 
 def test_the_ladder_only_adds_fields() -> None:
