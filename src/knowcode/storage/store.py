@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
@@ -405,7 +405,8 @@ class Store:
                                "WHERE kind = 'calls' AND target_id IN", entity_ids, tuple)
         return [(row[0], row[1]) for row in sorted(rows, key=lambda row: (row[0], row[2], row[3], row[1]))]
 
-    def caller_names(self, entity_ids: Iterable[str], limit: int) -> dict[str, tuple[list[str], int]]:
+    def caller_names(self, entity_ids: Iterable[str], limit: int,
+                     counted: MutableMapping[str, int] | None = None) -> dict[str, tuple[list[str], int]]:
         """For each entity with resolved callers: the first `limit` of their qualified names, each once,
         ordered by the path and line of its first call, and how many distinct names there are.
 
@@ -413,6 +414,13 @@ class Store:
         rows and a bundle shows ten names: each entity's rows are read in order from the
         relationships_callers index until `limit` names are found, and only an entity with that many
         has its distinct names counted, in SQLite, without its rows becoming Python objects.
+
+        :param entity_ids: the entities.
+        :param limit: names kept per entity.
+        :param counted: totals counted before on this same state of the index, by entity id; totals
+            counted now are added to it (counting a popular function's ~6k call rows is most of
+            this method's cost). The caller keeps it for one state only.
+        :return: (first names, total) by entity id, for the entities that have callers.
         """
         join = f"JOIN entities AS e {self._names_hint()} ON e.id = r.source_id"
         first = (f"SELECT e.qualified_name FROM relationships AS r {join} WHERE r.target_id = ? "
@@ -429,13 +437,19 @@ class Store:
             rows.close()
             if names:
                 found[target] = (list(islice(names, limit)), len(names))
-        counted = [target for target, (_, seen) in found.items() if seen >= enough]
+        known = counted if counted is not None else {}
+        for target, (names_found, seen) in found.items():
+            if seen >= enough and target in known:
+                found[target] = (names_found, known[target])
+        uncounted = [target for target, (_, seen) in found.items() if seen >= enough and target not in known]
         count = (f"SELECT r.target_id, COUNT(DISTINCT e.qualified_name) FROM relationships AS r {join} "
                  "WHERE r.kind = 'calls' AND r.target_id IN ({marks}) GROUP BY r.target_id")
-        for batch in _batches(counted):
+        for batch in _batches(uncounted):
             marks = ",".join("?" * len(batch))
             for target, total in self.connection.execute(count.format(marks=marks), batch):
                 found[target] = (found[target][0], total)
+                if counted is not None:
+                    counted[target] = total
         return found
 
     def _names_hint(self) -> str:

@@ -188,3 +188,15 @@ def test_a_store_without_the_added_indexes_reads_the_same_and_a_writer_adds_them
 
 def _index_names(store: Store) -> set[str]:
     return {row[0] for row in store.connection.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+
+
+def test_caller_totals_counted_before_are_used_and_new_ones_recorded(store: Store) -> None:
+    every = [hit.entity_id for hit in hits(store)]
+    counted: dict[str, int] = {}
+    fresh = store.caller_names(every, MAX_CALLERS, counted)
+    assert fresh == store.caller_names(every, MAX_CALLERS)
+    assert counted and counted == {i: total for i, (_, total) in fresh.items() if total >= MAX_CALLERS}
+    assert store.caller_names(every, MAX_CALLERS, counted) == fresh
+    [hub] = counted
+    counted[hub] = 999  # what it reports is what it was given
+    assert store.caller_names(every, MAX_CALLERS, counted)[hub] == (fresh[hub][0], 999)
