@@ -13,6 +13,7 @@ import json
 import pytest
 
 from knowcode import render
+from knowcode.analysis import packing
 from knowcode.analysis.context_synthesizer import (
     DOCSTRING_BONUS,
     MAX_MAX_TOKENS,
@@ -27,6 +28,7 @@ from knowcode.analysis.entity_facts import EntityFacts
 from knowcode.analysis.packing import (
     MIN_SOURCE_LINES,
     SOURCE_SHARE_CAP,
+    Packed,
     TaskTemplate,
     pack,
     source_budget,
@@ -257,6 +259,35 @@ def test_a_truncated_bundle_ends_with_a_note_within_the_budget() -> None:
     text, truncation = packed_text(entities, TaskTemplate((S.SOURCE,)), 60)
     assert text.endswith(truncation_note(60, len(truncation)))
     assert WORDS.count(text) <= 60
+
+
+class TallyCounter(WordCounter):
+    """WordCounter that records every text it is asked to count."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.texts.append(text)
+        return super().count(text)
+
+
+def test_packing_counts_each_text_once_and_packs_as_counting_each_time_would(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    entities = [facts("a", lines=30, callers=12, docstring="does a"), facts("b", lines=30, children=20)]
+
+    def packed(counter: TallyCounter) -> Packed:
+        return pack(entities, TASK_TEMPLATES[TaskType.DEBUG], include_source=True, max_tokens=80,
+                    per_entity_budget=80, counter=counter)
+
+    once = TallyCounter()
+    result = packed(once)
+    assert result.truncation  # packed twice: the second pass under the note's reserve
+    assert len(once.texts) == len(set(once.texts))
+    monkeypatch.setattr(packing, "_CountOnce", lambda counter: counter)  # count every time
+    every = TallyCounter()
+    assert packed(every) == result
+    assert len(every.texts) > len(once.texts)
 
 
 def test_a_bundle_that_fits_has_no_note() -> None:
