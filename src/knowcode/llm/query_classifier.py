@@ -211,13 +211,21 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         # a behaviour in a situation: "what does the event bus do when a subscriber raises?"
         (r"\bwhat\s+(?:does|do|will|would)\s+(?:\S+\s+){1,4}?do\s+(?:when|if|after|on|with|once)\b", STRONG),
         # a "why" that goes on to ask for the mechanism ("why do my logs go to X, and when does Y attach its
-        # handler?"): the asker wants it explained, not fixed (the shared questions' README labels it so)
-        (r"\bwhy\b[^?]{0,160}?(?:,\s*|\s)and\s+(?:how|when|where|what|who|which)\b", STRONG),
+        # handler?"): the asker wants it explained, not fixed (the shared questions' README labels it so);
+        # likewise a "where" that goes on to ask how or why ("where does the request context come from, and
+        # how is it propagated?"): the place is the way into a mechanism
+        (r"\bwhy\b[^?]{0,160}?(?:,\s*|\s)and\s+(?:how|when|where|what|who|which)\b"
+         r"|\bwhere\b[^?]{0,120}?(?:,\s*|\s)and\s+(?:how|why)\b", STRONG),
         (r"\bexpla(?:in\w*|nation\w*)\b|\bwalk\s+(?:me\s+)?through\b"
-         r"|\bwhat\s+happens\s+(?:when|if|after|before|during|on)\b", STRONG),
+         r"|\bwhat\s+happens\s+(?:to\s+(?:[\w'-]+\s+){1,4}?)?(?:when|if|after|before|during|on)\b", STRONG),
         (r"\bwhat\s+(?:does|do)\b[^?]{0,60}\b(?:do|does|mean|change|control"
          r"|accomplish|buy|save|add|protect|prevent|guard|solve|achieve|represent)\b", MEDIUM),
         (r"\bhow\s+(?:the|a|an|this|that|our|we|it|they)\b|\bhow\s+(?:\w+\s+){0,5}?works?\b", MEDIUM),
+        # how the code meets a failure, with nothing reported broken: "how does the parser recover after a
+        # syntax error", "how are errors propagated to the caller"
+        (r"\bhow\s+(?:does|do|is|are|will|would)\b[^?.]{0,60}?\b(?:handle[sd]?|deal(?:s|t)?\s+with|recover\w*"
+         r"|react\w*|respond\w*|copes?\s+with|propagat\w+|surfac\w+|contain\w*|report(?:s|ed)?|translat\w+"
+         r"|map(?:s|ped)?)\b", MEDIUM),
         (r"\b(?:rundown|break(?:\s+\w+)?\s+down|breakdown|run me through|step[- ]by[- ]step|steps of"
          r"|how come|go(?:ing)? through|run through|in plain words|in (?:what|which) order)\b", MEDIUM),
         # a question between two behaviours: "is the body sent chunked or buffered first?"
@@ -225,7 +233,11 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         # "what is X for?": the purpose of a thing, however it is named (a path, a class, a flag)
         (r"\bused\s+for\b|\bfor what\b|\bwhat\s+for\b|\b(?:describe|description of)\b"
          r"|\bwhat(?:'s|\s+is|\s+are)\b[^?]{1,80}?\bfor\s*\?", MEDIUM),
-        (r"\b(?:understand\w*|make sense of|confus\w+|idea behind|the point of)\b", MEDIUM),
+        # wanting to understand, or curiosity rather than a wish for a change ("I'd like to know why ...")
+        (r"\b(?:understand\w*|make sense of|confus\w+|idea behind|the point of)\b"
+         r"|\b(?:(?:like|want|wanted|need|trying)\s+to\s+(?:know|learn|find out)|curious|i\s+wonder"
+         r"|wondering)\b",
+         MEDIUM),
         (r"\b(?:purpose|role|responsibilit\w+|meaning|rationale|intent|contract)\b", MEDIUM),
         (r"\b(?:instead of|rather than|versus|difference between|differ from|compared? (?:to|with))\b",
          MEDIUM),
@@ -278,8 +290,15 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\blet'?s\b|\b(?:as well|alongside)\b", WEAK),
     ),
     TaskType.REVIEW: (
+        # a review asked for by name, a judgement asked for ("what do you think of X", "thoughts on Y"), or a
+        # request that opens by handing code over to inspect ("look at the retry decorator: ...", "check the
+        # date handling for ...", "take a look at how passwords are hashed ...")
         (r"\b(?:review\w*|audit\w*|critique|critici[sz]e|sanity[- ]check\w*|double[- ]check\w*|look over"
-         r"|second (?:pair of )?eyes)\b|\b(?:code smells?|anti-?patterns?|tech(?:nical)? debt)\b", STRONG),
+         r"|second (?:pair of )?eyes)\b|\b(?:code smells?|anti-?patterns?|tech(?:nical)? debt)\b"
+         r"|\bwhat do you (?:think|make) (?:of|about)\b|\b(?:thoughts|opinions?|your take) on\b"
+         r"|\bhow do you feel about\b|\byour (?:opinion|view|verdict)\b"
+         r"|^\W*(?:please\s+|can you\s+|could you\s+)?(?:take a (?:quick\s+)?look at|look at|go over|check"
+         r"|inspect|vet|examine|scrutini[sz]e|verify)\b", STRONG),
         # a yes/no question about quality: "is it safe", "is there a problem with", "does X leave Y broken"
         (rf"{_CLAUSE}(?:is|are|was|would|will|does|do|could|can|should|has|have|did)\b[^?]{{0,100}}?\b(?:safe"
          r"|unsafe|correct|right|ok|okay|fine|enough|complete|sound|secure|robust|problems?|issues?|mistakes?"
@@ -310,21 +329,33 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|requests?|clients?|users?|nodes?|instances?|goroutines?|tasks?|consumers?|writers?|callers?"
          r"|replicas?)\b|\b(?:simultaneous\w*|at the same time|in parallel)\b", MEDIUM),
         (r"\b(?:dead (?:weight|code)|unused|redundant|unnecessary|overkill|worth it)\b", MEDIUM),
+        # a yes/no question on whether the code enforces something: "does our JWT check the header?"
+        (r"^\W*(?:does|do|is|are|will|would)\b[^?]{0,80}?\b(?:check|checks|validates?|verif(?:y|ies)"
+         r"|enforces?|escapes?|saniti[sz]es?)\b", MEDIUM),
         (r"\b(?:best practices?|style guide|conventions?|idiomatic|pep ?8|lint\w*)\b", MEDIUM),
         # a failure the asker fears rather than has seen: "are there calls that could hang indefinitely?"
-        (r"\b(?:could|can|might|would)\s+(?:\w+\s+){0,2}?(?:hang|deadlock|leak|overflow|race|loop forever"
-         r"|go wrong|be exploited|be abused|lose)\b", MEDIUM),
+        (r"\b(?:could|can|might|would|(?:is|are)\s+(?:\w+\s+){0,3}?going to)\s+(?:\w+\s+){0,2}?(?:hang"
+         r"|deadlock|leak|overflow|race|loop forever|go wrong|be exploited|be abused|lose|corrupt|serve stale"
+         r"|be stale)\b", MEDIUM),
         (r"\b(?:pull request|pr|diff|changes|patch|commit|before merging)\b"
          r"|\b(?:this|that|my|our|the|these)\s+(?:\w+\s+)?change\b|\b(?:the|this|my|our)\s+new\s+\w+",
          MEDIUM),
-        (r"\b(?:check|look|scan)\s+(?:\w+\s+){0,5}?for\b|\bpoint out\b|\bcheck (?:whether|if|that)\b",
+        (r"\b(?:check|look|scan)\s+(?:\w+\s+){0,8}?for\b|\bpoint out\b|\bcheck (?:whether|if|that)\b",
          MEDIUM),
+        # correctness and what the tests reach ("only the happy path?"), or a rule the code must keep
+        # ("exceptions that should never be retried")
         (r"\b(?:correct(?:ness|ly)?|properly|edge cases?|corner cases?|off[- ]by[- ]one|test coverage"
-         r"|covered by tests|gracefully|backwards? compatib\w+|breaking changes?)\b", MEDIUM),
+         r"|covered by tests|gracefully|backwards? compatib\w+|breaking changes?)\b"
+         r"|\b(?:happy|unhappy|sad|failure|error)\s+paths?\b|\bexercis(?:e|es|ed|ing)\s+(?:the|every|all)\b"
+         r"|\b(?:that|which|who)\s+(?:should|must)\s+(?:never|not|always)\b", MEDIUM),
         (r"\b(?:performance|inefficien\w*|bottlenecks?|maintainab\w+|readab\w+|n\+1|too long|coupling)\b",
          MEDIUM),
+        # a concern, or an unease about how the code is ("it feels too permissive", "this looks fragile")
         (r"\b(?:concerns?|worr(?:y|ied)|robust\w*|reliab\w+|risk\w*|danger\w*|strong enough|a problem"
-         r"|an issue)\b", MEDIUM),
+         r"|an issue)\b"
+         r"|\btoo\s+(?:permissive|lenient|strict|loose|broad|generous|aggressive|complex|complicated|clever"
+         r"|magic\w*|fragile|brittle|tight\w*|coupled|optimistic)\b|\b(?:feels?|seems?|looks?)\s+(?:too|off"
+         r"|wrong|fragile|brittle|sketchy|hacky|risky|fishy|suspicious)\b", MEDIUM),
         (r"\b(?:merg(?:e|ing)|approve|lgtm|sign[- ]off|what would you change|feedback|assess\w*|evaluate)\b"
          r"|\b(?:follows?|(?:covers?|handles?)\s+(?:every|all|each))\b", MEDIUM),
         (r"^\W*(?:is|are|does|do|would|could|should)\s+(?:it|this|that|there|these|the|our|my)\b", MEDIUM),
@@ -344,8 +375,11 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:start|begin)\s+reading\b|\bread(?:ing)?\s+first\b|\b(?:which|what)\s+(?:parts|modules|files"
          r"|pieces|areas)\s+(?:should|do|must|would)\s+(?:i|we)\b|\bwhat\s+(?:does|is)\s+(?:it|this)\s+"
          r"(?:do|for)\b", MEDIUM),
+        # the parts and how they fit, down to architecture-level nouns ("the business logic" against "the
+        # framework glue")
         (r"\b(?:moving parts|subsystems?|fit together|put together|out of the box|building blocks|mental map"
-         r"|main abstractions|core concepts"
+         r"|main abstractions|core concepts|business logic|domain (?:logic|layer|model)|glue(?: code)?"
+         r"|plumbing|boilerplate|infrastructure code"
          r"|layers of|ecosystem|split (?:between|across))\b", MEDIUM),
         (r"\b(?:tech(?:nology)? stack|languages?|frameworks?|libraries|dependencies|requirements|platforms"
          r"|runtimes)\b", MEDIUM),
@@ -365,14 +399,28 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:directory|directories|folders?)\b", WEAK),
         (r"\blist\s+(?:all|the|of|every)\b|\b(?:how many|how big|how large|size of|how mature)\b", MEDIUM),
         (r"\b(?:main|key|core|major|top[- ]level|few|big|biggest|important|principal|primary)\s+"
-         r"(?:modules|components|parts|pieces|packages|features"
+         r"(?:modules|components|parts|pieces|packages|features|folders|crates|layers|services|apps|binaries"
          r"|concepts|dependencies|areas|directory|directories|logic|objects|classes|types|ideas)\b", MEDIUM),
+        # a question whose scope is the whole repository, which outweighs an incidental explain or locate
+        # cue ("how is ..."): every part at once ("what does each of the top-level folders do", "which parts
+        # of this codebase are stable", "how is the code split between src and tests"), or the repository
+        # as the extent ("how is configuration handled across the project", "as a whole")
+        (r"\beach\s+(?:of\s+(?:the|its|our|these)\s+)?(?:[\w-]+\s+)?(?:folders?|director(?:y|ies)|packages?"
+         r"|crates?|layers?|subsystems?|subprojects?|workspaces?|apps?|services|top[- ]level)\b"
+         r"|\b(?:which|what)\s+parts?\s+of\s+(?:the|this|our|your)\s+(?:whole\s+)?(?:code ?base|repo\w*"
+         r"|project|system|app\w*|library|monorepo)\b"
+         r"|\bhow\s+(?:is|are)\s+(?:it|this|(?:the|our|this)\s+(?:code|code ?base|source|repo\w*|project"
+         r"|files|monorepo|packages|modules|app\w*|system|library|framework))\s+(?:\w+\s+)?(?:split|divided"
+         r"|arranged|grouped|put together|broken (?:up|down)|wired together|architected)\b"
+         r"|\b(?:across|throughout)\s+(?:the|this|our|your)\s+(?:whole\s+|entire\s+)?(?:project|code ?base"
+         r"|repo\w*|monorepo|packages|modules|services|app\w*|system)\b|\bas a whole\b", STRONG),
         (r"\b(?:contribut\w+|map (?:of|out)|landscape|release process|versioning|deployed|conventions)\b",
          MEDIUM),
         (r"\b(?:briefly|in a nutshell|in short|elevator pitch|tell me about|entry ?points?|readme|statistics"
          r"|stats|public api)\b", MEDIUM),
-        (r"\b(?:in general|overall|generally|broadly|at a high level|whole system|at the top level)\b",
-         MEDIUM),
+        # the outline, not the detail ("just a rough layout", "at a glance")
+        (r"\b(?:in general|overall|generally|broadly|at a high level|whole system|at the top level"
+         r"|rough(?:ly)?|at a glance|broad strokes)\b", MEDIUM),
         (r"\b(?:source files|modules|packages|components|services)\b", WEAK),
     ),
 }
