@@ -50,7 +50,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 DATA = ROOT / "tests" / "data"
 DEFAULT_SETS = tuple(DATA / f"classifier_queries{name}.jsonl" for name in (
     "", "_holdout", "_v2_tuning", "_v2_holdout", "_v3_tuning", "_v3_holdout", "_v4_tuning", "_v4_holdout",
-    "_v5_tuning", "_v5_holdout", "_v6_tuning", "_v6_holdout"))
+    "_v5_tuning", "_v5_holdout", "_v6_tuning", "_v6_holdout", "_v7_tuning", "_v7_holdout"))
 # Where the shared span-level questions are looked for: the benchmark folder corpus_sets.py uses
 # ($KNOWCODE_BENCH_DIR, else bench/ beside the repository, else ../shared/bench), its questions/ folder.
 BENCH_DIR_ENV = "KNOWCODE_BENCH_DIR"

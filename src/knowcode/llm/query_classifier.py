@@ -39,14 +39,17 @@ MEDIUM = 2.0
 WEAK = 1.0
 
 # Equal scores go to the earlier type: symptoms of a failure (debug) and requests for a place (locate) are
-# the most specific asks, a whole-repository question (general) the least, so it loses every tie.
+# the most specific asks. Between a whole-repository question (general) and an explanation, a tie goes to
+# general: explain's cues ("how does", "what is", "how are ... chosen") open almost any question, so a
+# general cue that scores as much says what the question is about (the repository, not one component).
+# Explain is last, the type that wins least by default.
 TIE_BREAK_ORDER: tuple[TaskType, ...] = (
     TaskType.DEBUG,
     TaskType.LOCATE,
     TaskType.REVIEW,
     TaskType.EXTEND,
-    TaskType.EXPLAIN,
     TaskType.GENERAL,
+    TaskType.EXPLAIN,
 )
 
 _FLAGS = re.IGNORECASE
@@ -101,6 +104,14 @@ _FINITE_VERB = (r"(?=[^?]*?\b(?:i|we|it|they|my|our|is|are|was|were|isn't|aren't
                 r"(?:the|a|an|in|on|at|to|into|with|from|after|before|when|whenever|every|each|all|no|nothing"
                 r"|forever|immediately|twice|again|back|up|out|off|only|itself|me|us|them|it)\b)")
 
+# What a whole-repository question names as its object: the repository, or the kind of thing it is.
+_REPO_NOUN = (r"(?:repo|repository|codebase|code ?base|project|monorepo|library|framework|application|app"
+              r"|system|package|service|sdk|engine|toolkit|workspace)")
+# A past participle, for passive questions ("how are the templates chosen"): a regular -ed form or a common
+# irregular one.
+_PARTICIPLE = (r"(?:[a-z]{3,}ed|chosen|built|written|run|made|kept|held|set|sent|drawn|done|given|known|shown"
+               r"|taken|found|read|bound|split|spawn|torn down)\b")
+
 # Words that make a statement a symptom report: what happens contradicts what the asker did or expected.
 _SYMPTOM = (r"still|even (?:though|when|if|after|with)|despite|although|instead of|never|no longer|any ?more"
             r"|fails?|failed|failing|wrong|broken|rejected|ignored|skipped|missing|twice|empty|stale"
@@ -143,7 +154,10 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|truncat\w+"
          r"|hangs?|hanging|freez\w+|deadlocks?|time[sd]? ?out|timeouts?|forever|exits?(?:\s+with)?"
          r"|exit (?:code|status)|non-?zero|crash\w*|fails?|failed|failing|failure|breaks?(?!\s+down)|broke"
-         r"|explod\w+|blows? up)\b", MEDIUM),
+         r"|explod\w+|blows? up)\b"
+         # a timing complaint: "the page takes 8 seconds to load"
+         r"|\btakes?\s+(?:\d+(?:\.\d+)?\s*(?:ms|s|secs?|seconds|minutes|mins?|hours)|ages|forever)\b",
+         MEDIUM),
         (r"\b(?:returns?|returning|gives?|shows?|prints?|outputs?|says|reports?|comes? back|ends? up)\s+"
          r"(?:(?:as|an?|the|with|me)\s+)?(?:no|nothing|none|null|undefined|nan|empty|wrong|incorrect|zero|0"
          r"|[45]\d\d|the (?:default|same|old|plain))\b"
@@ -156,8 +170,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|(?:has|had|have) no effect|does nothing|nothing happens"
          r"|ends? up (?:with|as|in|being|empty)"
          r"|locally but|works? (?:\w+\s+){1,5}?but|only (?:on|in|when|for|with|under|after|if))\b", MEDIUM),
-        (r"\bafter\s+(?:the\s+|a\s+|an\s+|i\s+|we\s+)?(?:upgrad|updat|deploy|migrat|adding|switch|chang"
-         r"|rotat|install|mov|renam|enabl|bump|restart)\w*|\bregression\b", MEDIUM),
+        (r"\b(?:after|since)\s+(?:the\s+|a\s+|an\s+|i\s+|we\s+|our\s+)?(?:last\s+|latest\s+|recent\s+)?"
+         r"(?:upgrad|updat|deploy|migrat|adding|switch|chang|rotat|install|mov|renam|enabl|bump|restart|releas)\w*"
+         r"|\bregression\b", MEDIUM),
         (r"\bfix(?:es|ed|ing)?\b|\bbug(?:s|gy)?\b|\b(?:traceback|stack ?traces?)\b", MEDIUM),
         # "I registered a handler but ...": what the asker did, then what went wrong
         (r"\b(?:i|we)\s+(?:\w+\s+)?(?:registered|set|added|configured|passed|defined|created|installed|enabled"
@@ -220,7 +235,10 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|\bwhat\s+happens\s+(?:to\s+(?:[\w'-]+\s+){1,4}?)?(?:when|if|after|before|during|on)\b", STRONG),
         (r"\bwhat\s+(?:does|do)\b[^?]{0,60}\b(?:do|does|mean|change|control"
          r"|accomplish|buy|save|add|protect|prevent|guard|solve|achieve|represent)\b", MEDIUM),
-        (r"\bhow\s+(?:the|a|an|this|that|our|we|it|they)\b|\bhow\s+(?:\w+\s+){0,5}?works?\b", MEDIUM),
+        # ... or a passive mechanism: "how feature flags are evaluated", "how are the templates chosen"
+        (r"\bhow\s+(?:the|a|an|this|that|our|we|it|they)\b|\bhow\s+(?:\w+\s+){0,5}?works?\b"
+         rf"|\bhow\s+(?:(?:is|are|was|were)\s+(?:[\w-]+\s+){{1,4}}?|(?:do|does|did)\s+(?:[\w-]+\s+){{1,4}}?get\s+"
+         rf"|(?:[\w-]+\s+){{1,4}}?(?:is|are|was|were|gets?|got)\s+){_PARTICIPLE}", MEDIUM),
         # how the code meets a failure, with nothing reported broken: "how does the parser recover after a
         # syntax error", "how are errors propagated to the caller"
         (r"\bhow\s+(?:does|do|is|are|will|would)\b[^?.]{0,60}?\b(?:handle[sd]?|deal(?:s|t)?\s+with|recover\w*"
@@ -367,7 +385,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:tour|onboard\w*|new (?:here|to (?:this|the)|contributors?|users?|maintainers?)|newcomers?"
          r"|never used|first (?:time|contribution)|get(?:ting)? started"
          r"|where (?:should|do|can) (?:i|we) (?:start|begin)|joining the team|new to the team"
-         r"|(?:read|understand|learn|study|know|look at)\s+first)\b", STRONG),
+         r"|(?:read|understand|learn|study|know|look at)\s+first|find (?:my|our|your) way around"
+         r"|get (?:my|our) bearings|orient (?:myself|ourselves)|navigat\w+ (?:this|the) (?:code ?base|repo\w*"
+         r"|project))\b", STRONG),
         (r"\bwhat\s+(?:(?:is|does)\s+)?(?:this|the)\s+(?:\w+\s+)?(?:repo|repository|codebase|project|library|tool|app"
          r"|application|package|service|system)\w*(?:\s+(?:even\s+)?(?:does|do|is|solve\w*|provide\w*))?\b"
          r"|^\W*what\s+is\s+this\W*$", STRONG),
@@ -385,14 +405,22 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|runtimes)\b", MEDIUM),
         (r"\bthis\s+(?:[\w-]+\s+){0,2}?(?:repo|repository|codebase|code ?base|project|application|app"
          r"|monorepo|system|package|library|service|toolkit|sdk|engine|tool|cli|pipeline|platform)\b"
-         r"|\bthe\s+(?:repo|repository|codebase|code ?base|project|monorepo)\b",
+         r"|\bthe\s+(?:repo|repository|codebase|code ?base|project|monorepo|library)\b",
          MEDIUM),
         (r"\b(?:organi[sz]ed|organi[sz]ation|layout|laid out|structure|architecture|monolith\w*)\b"
          r"|\b(?:is|are)\s+(?:\w+\s+){0,3}?structured\b", STRONG),
-        # an explanation whose object is the whole repository: "walk me through the codebase"
+        # an explanation whose object is the whole repository: "walk me through the codebase", "how does this
+        # library work", "the design of this system", "describe each package under src/"
         (r"\b(?:walk\s+(?:me\s+|us\s+)?through|explain|describe|summari[sz]e|introduce|tour of|go through)\s+"
          r"(?:me\s+|us\s+)?(?:the|this|your|our)\s+(?:whole\s+|entire\s+)?(?:repo|repository|codebase"
-         r"|code ?base|project|monorepo|architecture)\b", STRONG),
+         r"|code ?base|project|monorepo|architecture)\b"
+         rf"|\bhow\s+(?:does|do|is|are)\s+(?:this|the|our|your)\s+(?:whole\s+|entire\s+)?(?:thing|{_REPO_NOUN})"
+         r"\s+(?:\w+\s+){0,2}?(?:work|fit|hang|come|tick)"
+         rf"|\b(?:design|architecture|structure|layout|organi[sz]ation|shape)\s+of\s+(?:the|this|our|your)\s+"
+         rf"(?:whole\s+|entire\s+)?{_REPO_NOUN}\b"
+         r"|\b(?:explain|describe|summari[sz]e|go through|walk (?:me\s+)?through)\s+(?:\w+\s+){0,4}?(?:each"
+         r"|every|all (?:of )?the)\s+(?:top-level\s+)?(?:packages?|modules?|folders?|director(?:y|ies)"
+         r"|crates?|layers?|services?|components?|apps?)\b", STRONG),
         # how the parts relate: "how do the frontend and backend talk to each other"
         (r"\b(?:talk|relate|interact|communicate|connect|depend)\w*\s+(?:to|with|on)\s+"
          r"(?:each other|one another)\b", MEDIUM),
@@ -407,8 +435,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         # as the extent ("how is configuration handled across the project", "as a whole")
         (r"\beach\s+(?:of\s+(?:the|its|our|these)\s+)?(?:[\w-]+\s+)?(?:folders?|director(?:y|ies)|packages?"
          r"|crates?|layers?|subsystems?|subprojects?|workspaces?|apps?|services|top[- ]level)\b"
-         r"|\b(?:which|what)\s+parts?\s+of\s+(?:the|this|our|your)\s+(?:whole\s+)?(?:code ?base|repo\w*"
-         r"|project|system|app\w*|library|monorepo)\b"
+         r"|\b(?:parts?|pieces|components|layers|building blocks)\s+of\s+(?:the|this|our|your)\s+"
+         rf"(?:whole\s+)?{_REPO_NOUN}\b|\b(?:this|the)\s+(?:whole|entire)\s+(?:thing|{_REPO_NOUN})\b"
+         r"|\beverything\s+(?:in\s+)?here\b"
          r"|\bhow\s+(?:is|are)\s+(?:it|this|(?:the|our|this)\s+(?:code|code ?base|source|repo\w*|project"
          r"|files|monorepo|packages|modules|app\w*|system|library|framework))\s+(?:\w+\s+)?(?:split|divided"
          r"|arranged|grouped|put together|broken (?:up|down)|wired together|architected)\b"
@@ -417,7 +446,7 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:contribut\w+|map (?:of|out)|landscape|release process|versioning|deployed|conventions)\b",
          MEDIUM),
         (r"\b(?:briefly|in a nutshell|in short|elevator pitch|tell me about|entry ?points?|readme|statistics"
-         r"|stats|public api)\b", MEDIUM),
+         r"|stats|public (?:api|surface|interface)|api surface|surface area)\b", MEDIUM),
         # the outline, not the detail ("just a rough layout", "at a glance")
         (r"\b(?:in general|overall|generally|broadly|at a high level|whole system|at the top level"
          r"|rough(?:ly)?|at a glance|broad strokes)\b", MEDIUM),
