@@ -67,16 +67,18 @@ def test_scores_are_the_sum_of_matching_weights_for_every_type() -> None:
 
 
 @pytest.mark.parametrize("query", ["", "   ", "zzz qqq", "banana"])
-def test_nothing_matches_means_general_with_no_confidence(query: str) -> None:
+def test_nothing_matches_means_explain_with_no_confidence(query: str) -> None:
     result = classify(query, patterns=SMALL)
-    assert result.task_type is TaskType.GENERAL
+    assert result.task_type is TaskType.EXPLAIN
     assert result.confidence == NO_MATCH_CONFIDENCE
     assert set(result.scores.values()) == {0.0}
 
 
-def test_no_cue_in_the_default_table_is_general() -> None:
+def test_no_cue_in_the_default_table_is_explain() -> None:
+    # a keyword search: one topic, no whole-repository cue (the v6 round moved the fallback off general)
     result = classify("qwerty asdf zxcv")
-    assert (result.task_type, result.confidence) == (TaskType.GENERAL, NO_MATCH_CONFIDENCE)
+    assert (result.task_type, result.confidence) == (TaskType.EXPLAIN, NO_MATCH_CONFIDENCE)
+    assert classify("what kind of application is this").task_type is TaskType.GENERAL
 
 
 @pytest.mark.parametrize("start", range(len(TIE_BREAK_ORDER)))
@@ -95,7 +97,7 @@ def test_tie_break_order_covers_every_type_once() -> None:
 
 def test_a_whole_repository_cue_as_strong_as_an_explain_cue_wins() -> None:
     # the v6 round: explain's openers ("how does") come with almost any question, so an equal general score
-    # decides; the fallback for no cue at all stays general with confidence 0
+    # decides
     tied = compile_patterns({TaskType.EXPLAIN: ((r"\bhow does\b", STRONG),),
                              TaskType.GENERAL: ((r"\bthis project\b", STRONG),)})
     assert classify("how does this project work", patterns=tied).task_type is TaskType.GENERAL
@@ -362,9 +364,9 @@ def test_a_query_that_is_one_code_token_is_locate(query: str) -> None:
 @pytest.mark.parametrize(("query", "task"), [
     ("the cache handed old entries to its readers", TaskType.DEBUG),  # a plain report of what happened
     ("our cache holds old entries for its readers", TaskType.DEBUG),  # a subject pronoun: a sentence
-    ("the cache handed old entries to its readers?", TaskType.GENERAL),  # a question with no cue
-    ("cache handed entries", TaskType.GENERAL),  # three words: a fragment, not a report
-    ("session cookie signing key rotation", TaskType.GENERAL),  # no finite verb: search terms
+    ("the cache handed old entries to its readers?", TaskType.EXPLAIN),  # a question with no cue
+    ("cache handed entries", TaskType.EXPLAIN),  # three words: a fragment, not a report
+    ("session cookie signing key rotation", TaskType.EXPLAIN),  # no finite verb: search terms
     ("The cache handed old entries to its readers. Any ideas?", TaskType.DEBUG),  # the first sentence reports
 ])
 def test_a_sentence_that_is_no_question_or_request_reads_as_a_report(query: str, task: TaskType) -> None:
