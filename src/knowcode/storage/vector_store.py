@@ -154,6 +154,9 @@ class VectorStore:
             # a unit in the last place apart by the row's position in the matrix (so a gathered subset
             # would not always agree with a whole scan, nor one layout of segments with another)
             exact = self.matrix[rows].astype(np.float64) @ query.astype(np.float64)
+            if len(rows) > limit:  # only the rows that reach the cut get their ids looked up
+                cut = np.partition(exact, len(exact) - limit)[len(exact) - limit]
+                rows, exact = rows[exact >= cut], exact[exact >= cut]
             return top_by_score(exact, [self.chunk_ids[row] for row in rows.tolist()], limit)
         rows = self._candidates(self.approximate, query, min(limit, len(self.chunk_ids)))
         scores = self.matrix[rows] @ query  # exact scores of the proposed rows
