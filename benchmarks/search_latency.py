@@ -22,12 +22,13 @@ import json
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
 
 import bm25s
-from stdlib_corpus import STDLIB_SKIPPED, copy_stdlib
+from stdlib_corpus import copy_stdlib
 
 import knowcode
 
@@ -49,9 +50,16 @@ QUERIES = (
 
 def _corpus(dest: Path, chunk_target: int, *, site_packages: bool = False) -> Path:
     """Copy standard-library Python files, in path order, until ~chunk_target chunks (~1 per 21 lines);
-    with `site_packages`, the interpreter's installed packages too (after the library, in path order)."""
-    skipped = STDLIB_SKIPPED - {"site-packages"} if site_packages else STDLIB_SKIPPED
-    return copy_stdlib(dest, chunk_target * 21, skipped)  # measured: ~21 lines per chunk on this corpus
+    with `site_packages`, then the library's installed packages, under ``installed/`` (indexing skips
+    folders named site-packages), until the target."""
+    wanted = chunk_target * 21  # measured: ~21 lines per chunk on this corpus
+    copy_stdlib(dest, wanted)
+    if site_packages:
+        copied = sum(path.read_bytes().count(b"\n") for path in dest.rglob("*.py"))
+        packages = Path(sysconfig.get_paths()["stdlib"]) / "site-packages"
+        if copied < wanted:
+            copy_stdlib(dest / "installed", wanted - copied, frozenset(), lib=packages)
+    return dest
 
 
 def _timed(run: object, repeats: int) -> list[float]:
