@@ -165,7 +165,8 @@ def link_segment(source: Path, target: Path, entry: SegmentEntry) -> None:
 
 
 def load_generation(folder: Path, manifest: Manifest) -> tuple[SparseIndex, VectorStore | None]:
-    """The indexes a generation's segments make together: postings memory-mapped, vectors resident.
+    """The indexes a generation's segments make together: postings and vectors memory-mapped (the
+    vectors' int8 codes and the live rows of segments with deletions read into memory).
 
     :raises FileNotFoundError: a segment is missing (the folder was replaced while being read).
     """
