@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from knowcode.storage.quantized import Quantized
+from knowcode.storage.quantized import SAMPLE_STRIDE, Quantized, _kth_largest
 
 
 def _unit_rows(rows: int, width: int, seed: int) -> np.ndarray:
@@ -86,3 +86,15 @@ def test_save_and_load(tmp_path: Path) -> None:
         assert np.array_equal(getattr(loaded, name), getattr(coded, name))
     assert Quantized.load(tmp_path, "seg.vectors", 31) is None  # codes of another matrix
     assert Quantized.load(tmp_path, "other.vectors", 30) is None  # none saved
+
+
+@pytest.mark.parametrize("layout", ["random", "sampled rows hold the top", "ties"])
+@pytest.mark.parametrize("k", [1, 7, 150])
+def test_kth_largest_is_exact_whatever_the_sample_sees(layout: str, k: int) -> None:
+    rng = np.random.default_rng(k)
+    values = rng.standard_normal(5000).astype(np.float32)
+    if layout == "sampled rows hold the top":  # the strided sample sees only the best values
+        values[::SAMPLE_STRIDE] += 100
+    elif layout == "ties":
+        values = np.round(values)
+    assert _kth_largest(values, k) == float(np.sort(values)[::-1][k - 1])
