@@ -149,7 +149,8 @@ class Quantized:
         own = float(np.linalg.norm(coded_query)) / step
         shared = (float(np.linalg.norm(query - coded_query)) * longest
                   + ROUNDING_SLACK_PER_DIMENSION * len(query) * float(np.linalg.norm(query)) * longest) / step
-        # exact integer dot products, in float32 (|c . d| <= 256 * 127^2 < 2^24: exact)
+        # integer dot products, in float32: exact below 1,040 dimensions (d * 127^2 < 2^24); past that
+        # rounded by at most eps/2 of |x| |q| in score units, which the slack's d x 4 eps covers
         estimate = np.asarray(numkong.cdist(query_codes, self.codes, metric="dot", out_dtype="float32"),
                               dtype=np.float32)[0]
         estimate *= self.scales

@@ -98,3 +98,10 @@ def test_kth_largest_is_exact_whatever_the_sample_sees(layout: str, k: int) -> N
     elif layout == "ties":
         values = np.round(values)
     assert _kth_largest(values, k) == float(np.sort(values)[::-1][k - 1])
+
+
+def test_wide_vectors_whose_integer_dots_pass_float32s_exact_range() -> None:
+    matrix = _unit_rows(1500, 3072, 11)  # 3072 x 127^2 > 2^24: the kernel's float32 output rounds
+    query = (matrix[3] + 0.02 * _unit_rows(1, 3072, 12)[0]).astype(np.float32)
+    matrix[:30] = query + 0.005 * _unit_rows(30, 3072, 13)
+    assert _exact_top(matrix, query, 25) <= set(Quantized.of(matrix).candidates(query, 25).tolist())
