@@ -9,7 +9,7 @@ coded the same way (``q ~ t * d``). By Cauchy-Schwarz, the exact score lies with
 
 of the integer dot product's estimate (plus the float32 rounding of the exact scan). So the rows whose
 upper bound reaches the k-th largest lower bound hold the exact top k, ties at the cut included: only
-those (~500 of 21k for the top 150) are scored again, exactly, from the float32 rows. The result is the
+those (~575 of 21k for the top 150) are scored again, exactly, from the float32 rows. The result is the
 exact top k, found from a 5.5 MB scan (numkong's SIMD int8 kernel) instead of a 22 MB one.
 
 A row's codes depend on that row alone, so codes of segments joined or built from scratch agree.
