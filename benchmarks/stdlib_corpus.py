@@ -11,15 +11,17 @@ from pathlib import Path
 STDLIB_SKIPPED = frozenset({"site-packages", "idlelib", "lib2to3", "ensurepip"})
 
 
-def copy_stdlib(dest: Path, lines_wanted: int, skipped: Set[str] = STDLIB_SKIPPED) -> Path:
+def copy_stdlib(dest: Path, lines_wanted: int, skipped: Set[str] = STDLIB_SKIPPED, *,
+                lib: Path | None = None) -> Path:
     """Copy standard-library Python files, in path order, until about `lines_wanted` lines.
 
     :param dest: the folder to copy into (created as needed).
     :param lines_wanted: stop after the file that reaches this many lines.
     :param skipped: top-level folders of the library left out.
+    :param lib: the folder to copy from instead of the standard library (e.g. its site-packages).
     :return: `dest`.
     """
-    lib = Path(sysconfig.get_paths()["stdlib"])
+    lib = lib if lib is not None else Path(sysconfig.get_paths()["stdlib"])
     lines = 0
     for source in sorted(lib.rglob("*.py")):
         relative = source.relative_to(lib)

@@ -11,24 +11,24 @@ import pytest
 from knowcode.llm.query_classifier import classify
 from knowcode.models import TaskType
 
-NO_CUE = "qwerty asdf zxcv"  # matches no cue: predicted general with confidence 0
+NO_CUE = "qwerty asdf zxcv"  # matches no cue: predicted explain (the fallback) with confidence 0
 
 
 def test_evaluate_counts_hits_misses_precision_recall_and_the_matrix() -> None:
     report = classifier_accuracy.evaluate([
         ("where is the parser defined", TaskType.LOCATE),
         ("Traceback (most recent call last): boom", TaskType.DEBUG),
-        (NO_CUE, TaskType.REVIEW),  # a miss: predicted general
+        (NO_CUE, TaskType.REVIEW),  # a miss: predicted explain
         ("give me an overview of the repository", TaskType.GENERAL),
     ])
     assert (report["queries"], report["correct"]) == (4, 3)
     assert report["accuracy"] == 0.75
-    assert report["confusion"]["review"]["general"] == 1
+    assert report["confusion"]["review"]["explain"] == 1
     assert report["misses"] == [
-        {"query": NO_CUE, "expected": "review", "predicted": "general", "confidence": 0.0}]
+        {"query": NO_CUE, "expected": "review", "predicted": "explain", "confidence": 0.0}]
     assert report["recall"] == {"debug": 1.0, "review": 0.0, "locate": 1.0, "general": 1.0}
-    # general was predicted twice, once rightly; review was never predicted, so it has no precision
-    assert report["precision"] == {"debug": 1.0, "locate": 1.0, "general": 0.5}
+    # explain was predicted once, wrongly; review was never predicted, so it has no precision
+    assert report["precision"] == {"debug": 1.0, "locate": 1.0, "general": 1.0, "explain": 0.0}
 
 
 def test_accuracy_by_confidence_bin_counts_every_query_once() -> None:

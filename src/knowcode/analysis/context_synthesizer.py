@@ -58,7 +58,8 @@ TASK_TEMPLATES: dict[TaskType, TaskTemplate] = {
     TaskType.LOCATE: TaskTemplate(
         (S.SIGNATURE, S.SUMMARY, S.DOCSTRING, S.CALLERS, S.CHILDREN, S.CALLEES, S.SOURCE),
         {S.SOURCE: 0.25, S.CALLEES: 0.5}),
-    # No cue: the explain-like default order, no boosts.
+    # A whole-repository question: the explain-like default order, no boosts (a question with no cue is
+    # explain since the v6 round of issue 13; this order was its default).
     TaskType.GENERAL: TaskTemplate(
         (S.SIGNATURE, S.DOCSTRING, S.SOURCE, S.SUMMARY, S.CALLEES, S.CALLERS, S.CHILDREN)),
 }

@@ -66,6 +66,15 @@ def tokenize(text: str) -> list[str]:
     return list(chain.from_iterable(map(_identifier_tokens, _IDENTIFIER.findall(text))))
 
 
+def token_set(text: str) -> set[str]:
+    """``set(tokenize(text))``, built without the token list and tokenizing each identifier once.
+
+    :param text: code or words.
+    :return: its distinct tokens.
+    """
+    return set(chain.from_iterable(map(_identifier_tokens, set(_IDENTIFIER.findall(text)))))
+
+
 @lru_cache(maxsize=1 << 16)
 def _identifier_text(identifier: str) -> str:
     return " ".join(_identifier_tokens(identifier))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
 from knowcode.indexing.languages import is_document_language
-from knowcode.indexing.tokenizer import tokenize
+from knowcode.indexing.tokenizer import token_set, tokenize
 from knowcode.models import Chunk, Entity, HitSource, RetrievalMode, SearchHit
 from knowcode.retrieval.completeness import expand_dependencies, hit_for
 from knowcode.retrieval.embeddings import EmbeddingProvider, EmbeddingSpec, check_compatible
@@ -365,13 +365,20 @@ class RetrievalOrchestrator:
             chunk = candidate.chunk
             inside = [m for m in members.get(candidate.entity.id, ()) if _within(m, chunk)]
             if inside:
+                rows = chunk.text.split("\n")
                 skip = [(m.start_line, m.end_line) for m in inside]
-                own = _matched(words, candidate.entity.qualified_name,
-                               _lines(chunk, chunk.start_line, chunk.end_line, skip=skip))
-                score_of = {m.id: _matched(words, m.qualified_name, _lines(chunk, m.start_line, m.end_line))
-                            for m in inside}
-                best = max(inside, key=lambda m: score_of[m.id])
-                if score_of[best.id] > own:
+                own = _lines(rows, chunk.start_line, chunk.start_line, chunk.end_line, skip)
+                best, most = None, _matched(words, candidate.entity.qualified_name, own)
+                # the first member holding more words than the entity's own lines and name, and than
+                # every member before it; none can hold more than all the query's words
+                for member in inside:
+                    if most == len(words):
+                        break
+                    held = _matched(words, member.qualified_name,
+                                    _lines(rows, chunk.start_line, member.start_line, member.end_line))
+                    if held > most:
+                        best, most = member, held
+                if best is not None:
                     candidate = replace(candidate, entity=best)
             precise.append((candidate, score))
         return precise
@@ -382,15 +389,17 @@ def _within(entity: Entity, chunk: Chunk) -> bool:
     return chunk.start_line <= entity.start_line and entity.end_line <= chunk.end_line
 
 
-def _lines(chunk: Chunk, start: int, end: int, skip: Sequence[tuple[int, int]] = ()) -> str:
-    """The chunk's text of lines start..end, leaving out the `skip` spans."""
-    rows = chunk.text.split("\n")[start - chunk.start_line:end - chunk.start_line + 1]
+def _lines(rows: Sequence[str], first_line: int, start: int, end: int,
+           skip: Sequence[tuple[int, int]] = ()) -> str:
+    """Lines start..end of a chunk whose lines are `rows` (the first is line `first_line`), leaving out
+    the `skip` spans."""
+    kept = list(rows[start - first_line:end - first_line + 1])
     for first, last in skip:
         for line in range(max(first, start), min(last, end) + 1):
-            rows[line - start] = ""
-    return "\n".join(rows)
+            kept[line - start] = ""
+    return "\n".join(kept)
 
 
 def _matched(words: frozenset[str], name: str, text: str) -> int:
     """How many of the query's words the name and the text hold."""
-    return len(words.intersection(tokenize(name + "\n" + text)))
+    return len(words.intersection(token_set(name + "\n" + text)))

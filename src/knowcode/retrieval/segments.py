@@ -2,7 +2,8 @@
 
 A segment holds a fixed set of chunks: their ids (``<segment>.ids.json``, in row order), their BM25
 postings (:class:`~knowcode.retrieval.sparse.Postings`) and, when vectors are on, their vectors
-(``<segment>.vectors.npy``). It is never changed once written. A generation's folder holds a
+(``<segment>.vectors.npy``, with their int8 codes for the exact scan, ``<segment>.vectors.codes*.npy``,
+unless the segment has an approximate graph). It is never changed once written. A generation's folder holds a
 ``manifest.json`` naming its segments and, for each, the rows deleted since it was written; an update
 writes a new folder that links the segments it keeps (hard links: no bytes copied) beside the one it
 adds, the Lucene way. The files of every segment sit side by side in the one folder: removing a
@@ -121,9 +122,12 @@ class Segment:
         """
         self.postings.save(folder, self.name)
         if self.vectors is not None:
-            self.vectors.save(folder, vectors_file=f"{self.name}.{_VECTORS_FILE}", with_ids=False)
+            vectors_file = f"{self.name}.{_VECTORS_FILE}"
+            self.vectors.save(folder, vectors_file=vectors_file, with_ids=False)
             if main and len(self.chunk_ids) >= ann_index.ANN_MIN_ROWS:
                 AnnIndex.build(self.vectors.matrix).save(folder / f"{self.name}.{_GRAPH_FILE}")
+            else:  # scanned exactly: through its int8 codes
+                self.vectors.save_codes(folder, vectors_file=vectors_file)
         (folder / f"{self.name}.{_IDS_FILE}").write_text(json.dumps(self.chunk_ids))
         return SegmentEntry(self.name, len(self.chunk_ids))
 
@@ -161,7 +165,8 @@ def link_segment(source: Path, target: Path, entry: SegmentEntry) -> None:
 
 
 def load_generation(folder: Path, manifest: Manifest) -> tuple[SparseIndex, VectorStore | None]:
-    """The indexes a generation's segments make together: postings memory-mapped, vectors resident.
+    """The indexes a generation's segments make together: postings and vectors memory-mapped (the
+    vectors' int8 codes and the live rows of segments with deletions read into memory).
 
     :raises FileNotFoundError: a segment is missing (the folder was replaced while being read).
     """

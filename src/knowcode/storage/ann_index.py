@@ -19,6 +19,8 @@ import numpy.typing as npt
 # Segments below this many rows are searched by brute force: at 50k x 256 floats a scan costs ~4 ms
 # (linear from the 1.7 ms measured at 21k), the issue-12 budget for a whole search at 100k is 5 ms,
 # and building the graph (2-12 s per 15k rows here, by the load) is only worth it where scans are slow.
+# The exact scan now reads int8 codes (storage/quantized.py: ~0.74 ms at 21k, so ~1.8 ms at 50k by the
+# same line), still ~8x the graph's 0.21 ms, so the threshold stays.
 ANN_MIN_ROWS = 50_000
 # Half-precision copies in the graph, built with half usearch's default expansion (128): recall@10
 # 0.994 against 0.996 for float32 at 128, built 4x faster (benchmarks/ann_recall.py: the standard

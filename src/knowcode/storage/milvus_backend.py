@@ -71,6 +71,13 @@ LOAD_TIMEOUT_SECONDS = 600.0
 # timeout: 3.4 s on a quiet machine, 28.7 s on 2 cores at load average 9-11 (measured 2026-12-01),
 # where the request timeout (10 s by default) failed every connect. A server URI keeps the request timeout.
 LITE_START_TIMEOUT_SECONDS = 120.0
+# milvus-lite counts its server started once the process has lived 0.5 s, but under load it opens its
+# socket later, and the first request is then refused at once (pymilvus's CONNECT_FAILED, status 2)
+# rather than waited for: seen in tests at load average 4-6. The connect is retried for as long as the
+# slowest start measured above takes to listen.
+LITE_NOT_LISTENING_CODE = 2
+LITE_LISTEN_SECONDS = 30.0
+LITE_LISTEN_POLL_SECONDS = 0.25
 REPOS_SUFFIX = "_repos"  # the repository registry's collection: <collection>_repos
 _REGISTRY_DIM = 2  # Milvus requires a vector field in every collection; the registry's is a placeholder
 
@@ -199,14 +206,21 @@ class MilvusChunkStore:
         """
         pymilvus = _import_pymilvus()
         local = "://" not in uri  # a milvus-lite file
-        try:
-            start = max(timeout, LITE_START_TIMEOUT_SECONDS) if local else timeout
-            client = pymilvus.MilvusClient(uri=uri, token=token, timeout=start,
-                                           grpc_options=LITE_GRPC_OPTIONS if local else {})
-        except Exception as err:
-            hint = (" (a milvus-lite file is opened by one process at a time: is another one using it? "
-                    "Several processes need a Milvus server)") if local else ""
-            raise BackendError(f"cannot reach Milvus at {uri}: {_reason(err)}{hint}") from err
+        start = max(timeout, LITE_START_TIMEOUT_SECONDS) if local else timeout
+        retry_until = time.monotonic() + LITE_LISTEN_SECONDS
+        while True:
+            try:
+                client = pymilvus.MilvusClient(uri=uri, token=token, timeout=start,
+                                               grpc_options=LITE_GRPC_OPTIONS if local else {})
+                break
+            except Exception as err:
+                refused = getattr(err, "code", None) == LITE_NOT_LISTENING_CODE
+                if local and refused and time.monotonic() < retry_until:
+                    time.sleep(LITE_LISTEN_POLL_SECONDS)
+                    continue
+                hint = (" (a milvus-lite file is opened by one process at a time: is another one using it? "
+                        "Several processes need a Milvus server)") if local else ""
+                raise BackendError(f"cannot reach Milvus at {uri}: {_reason(err)}{hint}") from err
         store = cls(client, collection, dimension=dimension, k1=k1, b=b, dense_index=dense_index,
                     timeout=timeout)
         store._guard("prepare the collections", store._ensure_collections)

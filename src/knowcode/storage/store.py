@@ -335,7 +335,14 @@ class Store:
         sql = (f"SELECT {chunk_columns}, {entity_columns}, f.mtime FROM chunks c "
                "JOIN entities e ON e.id = c.entity_id JOIN files f ON f.path = c.path WHERE c.id IN")
         rows = self._select_in(sql, ids, tuple)
-        return {row[0]: (Chunk(*row[:width]), _entity(row[width:-1]), row[-1]) for row in rows}
+        owners: dict[str, Entity] = {}  # chunks of one entity share its object: built once
+        found = {}
+        for row in rows:
+            owner = owners.get(row[width])
+            if owner is None:
+                owner = owners[row[width]] = _entity(row[width:-1])
+            found[row[0]] = (Chunk(*row[:width]), owner, row[-1])
+        return found
 
     def chunk_tokens(self, ids: Iterable[str]) -> dict[str, str]:
         """The index tokens (space-joined) of each given chunk (ids not in the store are left out)."""
@@ -539,7 +546,7 @@ class Store:
                    "JOIN entities ON parent_id = span.parent AND start_line >= span.first "
                    "AND end_line <= span.last")
             parameters = [value for span in batch for value in span]
-            found.extend(_entity(row) for row in self.connection.execute(sql, parameters))
+            found.extend(map(_entity, self.connection.execute(sql, parameters).fetchall()))
         return sorted(found, key=lambda e: (e.path, e.start_line, e.id))
 
     def file_records_in(self, paths: Iterable[str]) -> dict[str, FileRecord]:
@@ -579,7 +586,8 @@ class Store:
         found: list[T] = []
         for batch in _batches(values):
             marks = ",".join("?" * len(batch))
-            found.extend(make(row) for row in self.connection.execute(f"{sql} ({marks})", batch))
+            # fetchall: the rows come out in C, not through the error-wrapping cursor's __next__ one by one
+            found.extend(map(make, self.connection.execute(f"{sql} ({marks})", batch).fetchall()))
         return found
 
     # Writes (call inside `transaction()`)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from knowcode.indexing.tokenizer import token_text, tokenize
+from knowcode.indexing.tokenizer import token_set, token_text, tokenize
 
 
 def test_identifiers_are_split_stemmed_and_stop_words_dropped() -> None:
@@ -21,3 +21,8 @@ def test_token_text_of_code_joins_its_tokens() -> None:
 @given(st.text(alphabet=st.sampled_from("aZ_$9 .\n-xYzeTtHe"), max_size=80))
 def test_token_text_equals_joined_tokens(text: str) -> None:
     assert token_text(text) == " ".join(tokenize(text))
+
+
+@given(st.text(alphabet=st.sampled_from("aZ_$9 .\n-xYzeTtHe"), max_size=80))
+def test_token_set_is_the_set_of_the_tokens(text: str) -> None:
+    assert token_set(text) == set(tokenize(text))

@@ -64,6 +64,8 @@ def test_saved_segments_load_as_one_index_without_deleted_rows(tmp_path: Path) -
     assert sorted(sparse.chunk_ids) == ["a", "c", "d"]
     assert {cid for cid, _ in sparse.search("config render", 10)} == {"a", "c", "d"}
     assert dense is not None and dense.chunk_ids == ["a", "c", "d"]
+    assert dense._quantized is not None  # the segments' saved codes, joined: none is made at load
+    assert np.array_equal(dense.quantized.codes, np.eye(4, 4, dtype=np.int8)[[0, 2, 0]] * 127)
 
 
 def test_without_vectors_there_is_no_dense_index(tmp_path: Path) -> None:
@@ -79,7 +81,7 @@ def test_linking_shares_the_files(tmp_path: Path) -> None:
     entry = segment.save(tmp_path / "old")
     link_segment(tmp_path / "old", tmp_path / "new", entry)
     old_files = sorted((tmp_path / "old").glob(f"{entry.name}.*"))
-    assert len(old_files) == 7  # ids, vectors, the vocabulary and the four postings arrays
+    assert len(old_files) == 9  # ids, vectors and their two code files, the vocabulary, four postings arrays
     assert {p.name for p in (tmp_path / "new").iterdir()} == {p.name for p in old_files}
     for path in old_files:
         assert (tmp_path / "new" / path.name).stat().st_ino == path.stat().st_ino  # a hard link: no copy
@@ -107,6 +109,8 @@ def test_a_segment_past_the_threshold_gets_a_graph_that_searches_use(
     entries = (big.save(tmp_path), small.save(tmp_path))
     assert (tmp_path / f"{big.name}.graph.usearch").is_file()
     assert not (tmp_path / f"{small.name}.graph.usearch").exists()
+    assert not list(tmp_path.glob(f"{big.name}.*codes*"))  # searched through its graph, not its codes
+    assert list(tmp_path.glob(f"{small.name}.*codes*"))
     delta = _segment(["e", "f", "g"], ["config", "render", "page"])
     delta.save(tmp_path, main=False)  # a delta's graph would never be searched: none is built
     assert not (tmp_path / f"{delta.name}.graph.usearch").exists()

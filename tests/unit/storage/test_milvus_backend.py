@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -169,3 +170,59 @@ def test_an_ivf_dense_index_answers_with_its_search_parameters(lite: Path) -> No
     assert store.client.describe_index("ivf", "dense")["nlist"] == "1024"
     store.client.drop_collection("ivf")
     store.close()
+
+
+class _RefusedFirst:
+    """pymilvus.MilvusClient as a milvus-lite server still opening its socket refuses it: the first
+    `refusals` connects fail with CONNECT_FAILED (status 2), later ones connect for real."""
+
+    def __init__(self, refusals: int) -> None:
+        import pymilvus
+
+        self.real = pymilvus.MilvusClient
+        self.refusals = refusals
+        self.calls = 0
+
+    def __call__(self, **kwargs: object) -> object:
+        from pymilvus import MilvusException
+
+        self.calls += 1
+        if self.calls <= self.refusals:
+            raise MilvusException(code=2, message="Fail connecting to server on unix:/tmp/x.sock")
+        return self.real(**kwargs)
+
+
+def test_a_lite_server_not_listening_yet_is_waited_for(lite: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pymilvus
+
+    client = _RefusedFirst(refusals=2)
+    monkeypatch.setattr(pymilvus, "MilvusClient", client)
+    store = MilvusChunkStore.connect(str(lite), "waited", dimension=DIM, k1=K1, b=B)
+    assert client.calls == 3
+    store.client.drop_collection(store.collection)
+    store.client.drop_collection(store.registry)
+    store.close()
+
+
+def test_a_lite_server_that_never_listens_fails_in_bounded_time(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import pymilvus
+
+    from knowcode.storage import milvus_backend
+
+    client = _RefusedFirst(refusals=10**6)
+    monkeypatch.setattr(pymilvus, "MilvusClient", client)
+    monkeypatch.setattr(milvus_backend, "LITE_LISTEN_SECONDS", 0.6)
+    with pytest.raises(BackendError, match="cannot reach Milvus"):
+        MilvusChunkStore.connect(str(tmp_path / "never.db"), "c", dimension=DIM, k1=K1, b=B)
+    assert 2 <= client.calls <= 4  # polled every LITE_LISTEN_POLL_SECONDS until the limit
+
+
+def test_a_refused_server_uri_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pymilvus
+
+    client = _RefusedFirst(refusals=10**6)
+    monkeypatch.setattr(pymilvus, "MilvusClient", client)
+    with pytest.raises(BackendError, match=re.escape("cannot reach Milvus at http://127.0.0.1:9")):
+        MilvusChunkStore.connect("http://127.0.0.1:9", "c", dimension=DIM, k1=K1, b=B)
+    assert client.calls == 1

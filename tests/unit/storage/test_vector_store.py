@@ -68,3 +68,30 @@ def test_ties_are_broken_by_id_whatever_the_row_order() -> None:
 @pytest.mark.parametrize("limit", [0, -1])
 def test_non_positive_limit_gives_nothing(limit: int) -> None:
     assert _store(["a", "b"]).search(np.ones(4, dtype=np.float32), limit) == []
+
+
+def test_exact_search_matches_a_float64_scan_on_many_rows() -> None:
+    rng = np.random.default_rng(9)
+    matrix = rng.standard_normal((4000, 32)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    ids = [f"c{row:05d}" for row in range(4000)]
+    store = VectorStore(ids, matrix)
+    for query in matrix[:5] + 0.1 * rng.standard_normal((5, 32)).astype(np.float32):
+        scores = matrix.astype(np.float64) @ query.astype(np.float32).astype(np.float64)
+        expected = sorted(zip(-scores, ids, strict=True))[:50]
+        assert store.search(query, 50) == [(cid, -negative) for negative, cid in expected]
+
+
+def test_codes_are_saved_loaded_and_kept_by_join(tmp_path: Path) -> None:
+    store = _store(["a", "b", "c"])
+    store.save(tmp_path, with_ids=False)
+    assert VectorStore.load(tmp_path, ["a", "b", "c"])._quantized is None  # none written: made on use
+    store.save_codes(tmp_path)
+    loaded = VectorStore.load(tmp_path, ["a", "b", "c"])
+    assert loaded._quantized is not None
+    assert np.array_equal(loaded.quantized.codes, store.quantized.codes)
+    joined = VectorStore.join([(loaded, {1}), (_store(["d"], 3), set())])
+    assert joined._quantized is None  # the second part has none yet
+    coded = VectorStore.join([(loaded, {1})])
+    assert coded._quantized is not None
+    assert np.array_equal(coded.quantized.codes, loaded.quantized.codes[[0, 2]])
