@@ -13,7 +13,8 @@ seconds the server's processes spent per request. Writes benchmarks/results/serv
 goes to 127.0.0.1 only; every run is bounded in time.
 
     python benchmarks/serve_load.py [--corpus DIR --store DIR] [--chunks 20000] [--levels 1,2,4,8,16]
-        [--workers 1,2] [--baseline-src ../main/src [--baseline-python ../main/.venv/bin/python]]
+        [--workers 1,2] [--baseline-src ../main/src [--baseline-python ../main/.venv/bin/python]
+        [--baseline-workers 1,2] [--baseline-store DIR]]
         [--seconds 10] [--rounds 2]
 """
 
@@ -116,6 +117,7 @@ class ServerSetup:
     src: Path | None
     workers: int
     python: str = sys.executable  # the interpreter (a baseline checkout's own venv has its own packages)
+    store: Path | None = None  # its own index folder (None: the run's --store)
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -237,7 +239,12 @@ def main() -> None:
     parser.add_argument("--levels", default="1,2,4,8,16", help="client counts, comma-separated")
     parser.add_argument("--workers", default="1,2", help="worker processes of this checkout, comma-separated")
     parser.add_argument("--baseline-src", type=Path,
-                        help="another checkout's src folder, served as a baseline (1 process)")
+                        help="another checkout's src folder, served as a baseline")
+    parser.add_argument("--baseline-workers", default="1",
+                        help="worker processes of the baseline, comma-separated")
+    parser.add_argument("--baseline-store", type=Path,
+                        help="the baseline's own index folder (default: --store), e.g. when this checkout "
+                             "adds indexes to a store that the baseline's queries would also use")
     parser.add_argument("--baseline-python", default=sys.executable,
                         help="the baseline's interpreter, e.g. its .venv/bin/python (default: this one)")
     parser.add_argument("--seconds", type=float, default=10.0, help="per level")
@@ -249,8 +256,10 @@ def main() -> None:
     setups = [ServerSetup(f"this checkout, {n} worker{'s' if int(n) > 1 else ''}", None, int(n))
               for n in args.workers.split(",")]
     if args.baseline_src is not None:
-        setups.insert(0, ServerSetup(f"baseline ({args.baseline_src}), 1 process",
-                                     args.baseline_src.resolve(), 1, args.baseline_python))
+        baseline_store = args.baseline_store.resolve() if args.baseline_store else None
+        setups[:0] = [ServerSetup(f"baseline ({args.baseline_src}), {n} process{'es' if int(n) > 1 else ''}",
+                                  args.baseline_src.resolve(), int(n), args.baseline_python, baseline_store)
+                      for n in args.baseline_workers.split(",")]
     rounds = min(max(args.rounds, 1), MAX_ROUNDS)
     with tempfile.TemporaryDirectory() as tmp:
         root = args.corpus.resolve() if args.corpus else _corpus(Path(tmp) / "corpus", args.chunks)
@@ -261,7 +270,7 @@ def main() -> None:
         for round_number in range(rounds):
             order = setups if round_number % 2 == 0 else setups[::-1]  # interleaved: no setup always first
             for setup in order:
-                results, stats, ready = _serve(setup, root, store, levels, seconds)
+                results, stats, ready = _serve(setup, root, setup.store or store, levels, seconds)
                 measured[setup.label].append(results)
                 startup.setdefault(setup.label, round(ready, 1))
                 print(f"round {round_number + 1} {setup.label}: " + ", ".join(

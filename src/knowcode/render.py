@@ -159,9 +159,19 @@ def context_fields(verbosity: Verbosity) -> tuple[str, ...]:
 
 
 def context_data(bundle: ContextBundle, verbosity: Verbosity) -> dict[str, Any]:
-    """The bundle as plain data, limited to the fields of a verbosity level."""
-    data = dataclasses.asdict(bundle)
-    return {name: data[name] for name in context_fields(verbosity)}
+    """The bundle as plain data, limited to the fields of a verbosity level (what
+    :func:`dataclasses.asdict` makes of those fields: only they are converted, where converting the
+    whole bundle's evidence and entities cost ~0.8 ms of a minimal bundle's ~1 ms of rendering)."""
+    return {name: _plain(getattr(bundle, name)) for name in context_fields(verbosity)}
+
+
+def _plain(value: Any) -> Any:
+    """A field's value as ``dataclasses.asdict`` converts it: dataclasses to dicts, tuples item by item."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, tuple):
+        return tuple(_plain(item) for item in value)
+    return value
 
 
 def context_json(bundle: ContextBundle, verbosity: Verbosity) -> str:

@@ -183,3 +183,37 @@ def test_unknown_token_encoding_is_refused(sample_repo: Path, tmp_path: Path) ->
     engine = knowcode.open(sample_repo, store=tmp_path / "store", config=AppConfig(token_encoding="o200k"))
     with pytest.raises(ValueError, match="token_encoding"):
         engine.context("helper")
+
+
+def _hub_repo(root: Path, callers: int) -> None:
+    (root / "hub").mkdir(parents=True, exist_ok=True)
+    (root / "hub" / "__init__.py").write_text("")
+    (root / "hub" / "core.py").write_text('def hub_target():\n    """The popular one."""\n    return 1\n')
+    (root / "hub" / "users.py").write_text("from .core import hub_target\n\n\n" + "".join(
+        f"def user{i}():\n    return hub_target()\n\n\n" for i in range(callers)))
+
+
+def test_a_reader_keeps_caller_totals_for_one_state_of_the_index_only(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    _hub_repo(root, 12)
+    writer = knowcode.open(root, store=tmp_path / "store")
+    writer.index()
+    reader = writer.reader()
+    query = '"hub_target"'
+    with reader.snapshot():
+        first = reader.context(query, max_tokens=2000, limit_entities=1, expand_deps=False)
+    assert "called by: 12." in first.context_text and "(+2 more)" in first.context_text
+    assert list(reader._caller_counts.values()) == [12]  # counted once, kept for the next query
+    with reader.snapshot():
+        again = reader.context(query, max_tokens=2000, limit_entities=1, expand_deps=False)
+    assert again.context_text == first.context_text
+    _hub_repo(root, 15)
+    writer.index()
+    with reader.snapshot():  # a new state: counted again
+        later = reader.context(query, max_tokens=2000, limit_entities=1, expand_deps=False)
+    assert "called by: 15." in later.context_text and "(+5 more)" in later.context_text
+    assert writer.context(query, max_tokens=2000, limit_entities=1, expand_deps=False).context_text \
+        == later.context_text
+    assert writer._caller_counts == {}  # a facade that indexes keeps none
+    reader.close()
+    writer.close()

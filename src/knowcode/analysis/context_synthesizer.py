@@ -8,7 +8,7 @@ reduction against reading whole files).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from pathlib import Path
 
 from knowcode.analysis.entity_facts import gather_facts
@@ -118,7 +118,8 @@ def parse_verbosity(value: str | Verbosity) -> Verbosity:
 
 
 def synthesize(result: RetrievalResult, store: Store, root: Path, *, max_tokens: int, task_type: TaskType,
-               task_confidence: float, verbosity: Verbosity, counter: TokenCounter) -> ContextBundle:
+               task_confidence: float, verbosity: Verbosity, counter: TokenCounter,
+               caller_counts: MutableMapping[str, int] | None = None) -> ContextBundle:
     """Build the context bundle for a retrieval result.
 
     :param result: ranked hits, dependency hits, mode, errors and the per-entity budget.
@@ -129,11 +130,13 @@ def synthesize(result: RetrievalResult, store: Store, root: Path, *, max_tokens:
     :param task_confidence: the classifier's confidence (1.0 for a type the caller named).
     :param verbosity: the requested verbosity (the bundle holds every field whatever it is).
     :param counter: the token counter the budget is measured with.
+    :param caller_counts: caller totals already counted on the result's state of the index, kept
+        across queries by a read-only facade (see :meth:`Store.caller_names`); None: count them.
     :return: the bundle.
     """
     hits = (*result.hits, *result.dependencies)
     facts = gather_facts(store, hits, max_callers=MAX_CALLERS, max_callees=MAX_CALLEES,
-                         max_children=MAX_CHILDREN)
+                         max_children=MAX_CHILDREN, caller_counts=caller_counts)
     template = TASK_TEMPLATES[task_type]
     with_source = include_source(ResponseKind.CONTEXT, task_type, verbosity)
     packed = pack(facts, template, include_source=with_source, max_tokens=max_tokens,

@@ -5,7 +5,7 @@ One batch of store reads per relation kind, so a bundle costs a handful of queri
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 
 from knowcode.models import Entity, HitSource, SearchHit
@@ -54,7 +54,8 @@ def _trimmed(hit: SearchHit, start: int, end: int) -> tuple[str, int, int]:
 
 
 def gather_facts(store: Store, hits: Sequence[SearchHit], *, max_callers: int, max_callees: int,
-                 max_children: int) -> list[EntityFacts]:
+                 max_children: int,
+                 caller_counts: MutableMapping[str, int] | None = None) -> list[EntityFacts]:
     """Callers, callees and members of each hit's entity, read from the store: the first of each list
     (as many as a bundle shows) and their totals, counted by the store rather than read in full.
 
@@ -63,10 +64,12 @@ def gather_facts(store: Store, hits: Sequence[SearchHit], *, max_callers: int, m
     :param max_callers: caller names kept per entity (the rendered cap).
     :param max_callees: callee names kept per entity.
     :param max_children: members kept per entity.
+    :param caller_counts: caller totals already counted on this state of the index (see
+        :meth:`Store.caller_names`); None: count every one.
     :return: one EntityFacts per hit, in the same order.
     """
     ids = [hit.entity_id for hit in hits]
-    callers = store.caller_names(ids, max_callers)
+    callers = store.caller_names(ids, max_callers, caller_counts)
     callees = store.callee_names(ids, max_callees)
     children = store.first_children(ids, max_children)
     owners = {e.id: e for e in store.entities_by_id(ids, brief=True)}  # spans and language only

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
@@ -52,6 +52,7 @@ CREATE TABLE entities (
 CREATE INDEX entities_path ON entities(path);
 CREATE INDEX entities_name ON entities(name);
 CREATE INDEX entities_parent ON entities(parent_id);
+CREATE INDEX entities_names ON entities(id, qualified_name);
 CREATE TABLE relationships (
     source_id TEXT NOT NULL, kind TEXT NOT NULL, target_name TEXT NOT NULL, target_id TEXT,
     path TEXT NOT NULL, line INTEGER NOT NULL, alias TEXT NOT NULL,
@@ -60,6 +61,8 @@ CREATE INDEX relationships_path ON relationships(path);
 CREATE INDEX relationships_source ON relationships(source_id);
 CREATE INDEX relationships_target ON relationships(target_id);
 CREATE INDEX relationships_name ON relationships(name);
+CREATE INDEX relationships_callers ON relationships(target_id, kind, path, line, source_id)
+    WHERE kind = 'calls' AND target_id IS NOT NULL;
 CREATE TABLE chunks (
     id TEXT PRIMARY KEY, path TEXT NOT NULL, entity_id TEXT NOT NULL, start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL, text TEXT NOT NULL, index_text TEXT NOT NULL, tokens TEXT NOT NULL);
@@ -67,6 +70,17 @@ CREATE INDEX chunks_path ON chunks(path);
 CREATE TABLE skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+# Indexes added to schema 1 after stores were written without them: an index changes no row and
+# older code reads a store that has it, so they are created in place when a writer opens an older
+# store (never by a reader) instead of bumping SCHEMA_VERSION, which would rebuild every index and
+# date every routing artifact. What each is for:
+# - relationships_callers: a bundle's callers in (path, line, source) order straight from the index,
+#   the first ten names read without sorting all of a popular function's ~6k call rows, which cost
+#   ~10 ms of a ~25 ms context request on a 59k-chunk index (partial: ~123k of 530k rows, 10 MB);
+# - entities_names: the callers' qualified names without a table lookup per row (8.5 MB there).
+NAMES_INDEX = "entities_names"
+_ADDED_INDEXES = {name: statement.strip() for name in ("relationships_callers", NAMES_INDEX)
+                  for statement in _SCHEMA.split(";") if f"CREATE INDEX {name} " in statement}
 _ENTITY_COLUMNS = ("id, path, kind, name, qualified_name, parent_id, start_line, end_line, signature, "
                    "docstring, language")
 _BRIEF_ENTITY_COLUMNS = _ENTITY_COLUMNS.replace("signature, docstring", "'', ''")
@@ -129,6 +143,7 @@ class Store:
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self.connection = connection
         self.path = path
+        self._names_indexed: bool | None = None  # whether entities_names exists; read on first need
 
     @classmethod
     def open(cls, directory: Path, *, create: bool = True, mapped: bool = True) -> Store:
@@ -180,7 +195,20 @@ class Store:
         store = cls(connection, path)
         if version < SCHEMA_VERSION:
             store._reset_schema()
+        elif create:
+            store._add_indexes()
         return store
+
+    def _add_indexes(self) -> None:
+        """Create the indexes of :data:`_ADDED_INDEXES` a store written before them lacks (a no-op, and
+        no write, when it has them)."""
+        present = {row[0] for row in self.connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index'")}
+        missing = [sql for name, sql in _ADDED_INDEXES.items() if name not in present]
+        if missing:
+            with self.transaction():
+                for sql in missing:
+                    self.connection.execute(sql)
 
     def _reset_schema(self) -> None:
         """Create the schema; an older schema is dropped, since every table is derived data."""
@@ -384,17 +412,62 @@ class Store:
                                "WHERE kind = 'calls' AND target_id IN", entity_ids, tuple)
         return [(row[0], row[1]) for row in sorted(rows, key=lambda row: (row[0], row[2], row[3], row[1]))]
 
-    def caller_names(self, entity_ids: Iterable[str], limit: int) -> dict[str, tuple[list[str], int]]:
+    def caller_names(self, entity_ids: Iterable[str], limit: int,
+                     counted: MutableMapping[str, int] | None = None) -> dict[str, tuple[list[str], int]]:
         """For each entity with resolved callers: the first `limit` of their qualified names, each once,
         ordered by the path and line of its first call, and how many distinct names there are.
 
-        What :meth:`callers` gives, named and de-duplicated, with the names joined and sorted in
-        SQLite (a popular function has thousands of callers; a bundle shows ten).
+        What :meth:`callers` gives, named and de-duplicated. A popular function has thousands of call
+        rows and a bundle shows ten names: each entity's rows are read in order from the
+        relationships_callers index until `limit` names are found, and only an entity with that many
+        has its distinct names counted, in SQLite, without its rows becoming Python objects.
+
+        :param entity_ids: the entities.
+        :param limit: names kept per entity.
+        :param counted: totals counted before on this same state of the index, by entity id; totals
+            counted now are added to it (counting a popular function's ~6k call rows is most of
+            this method's cost). The caller keeps it for one state only.
+        :return: (first names, total) by entity id, for the entities that have callers.
         """
-        return self._first_names(
-            "SELECT r.target_id, e.qualified_name FROM relationships AS r JOIN entities AS e "
-            "ON e.id = r.source_id WHERE r.kind = 'calls' AND r.target_id IN ({marks}) "
-            "ORDER BY r.target_id, r.path, r.line, r.source_id", entity_ids, limit)
+        join = f"JOIN entities AS e {self._names_hint()} ON e.id = r.source_id"
+        first = (f"SELECT e.qualified_name FROM relationships AS r {join} WHERE r.target_id = ? "
+                 "AND r.kind = 'calls' ORDER BY r.path, r.line, r.source_id")
+        enough = max(limit, 1)  # a limit of 0 still needs one name to know the entity has callers
+        found: dict[str, tuple[list[str], int]] = {}
+        for target in sorted(set(entity_ids)):
+            names: dict[str, None] = {}  # a dict keeps each name's first place
+            rows = self.connection.execute(first, (target,))
+            for (name,) in rows:
+                names[name] = None
+                if len(names) >= enough:
+                    break
+            rows.close()
+            if names:
+                found[target] = (list(islice(names, limit)), len(names))
+        known = counted if counted is not None else {}
+        for target, (names_found, seen) in found.items():
+            if seen >= enough and target in known:
+                found[target] = (names_found, known[target])
+        uncounted = [target for target, (_, seen) in found.items() if seen >= enough and target not in known]
+        count = (f"SELECT r.target_id, COUNT(DISTINCT e.qualified_name) FROM relationships AS r {join} "
+                 "WHERE r.kind = 'calls' AND r.target_id IN ({marks}) GROUP BY r.target_id")
+        for batch in _batches(uncounted):
+            marks = ",".join("?" * len(batch))
+            for target, total in self.connection.execute(count.format(marks=marks), batch):
+                found[target] = (found[target][0], total)
+                if counted is not None:
+                    counted[target] = total
+        return found
+
+    def _names_hint(self) -> str:
+        """``INDEXED BY entities_names`` when the store has it: SQLite's planner takes the primary key's
+        index for ``e.id = ...``, which then reads each caller's table row for its name (~1 ms of a
+        bundle's reads); a store written before the index was added is read without it."""
+        if self._names_indexed is None:
+            self._names_indexed = self.connection.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?",
+                (NAMES_INDEX,)).fetchone() is not None
+        return f"INDEXED BY {NAMES_INDEX}" if self._names_indexed else ""
 
     def callee_names(self, entity_ids: Iterable[str], limit: int) -> dict[str, tuple[list[str], int]]:
         """For each entity with resolved callees: the first `limit` of their qualified names, each once,

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 
 import pytest
 
 from knowcode import render
+from knowcode.analysis import packing
 from knowcode.analysis.context_synthesizer import (
     DOCSTRING_BONUS,
     MAX_MAX_TOKENS,
@@ -26,6 +28,7 @@ from knowcode.analysis.entity_facts import EntityFacts
 from knowcode.analysis.packing import (
     MIN_SOURCE_LINES,
     SOURCE_SHARE_CAP,
+    Packed,
     TaskTemplate,
     pack,
     source_budget,
@@ -43,7 +46,15 @@ from knowcode.analysis.sections import (
     render as render_section,
 )
 from knowcode.analysis.token_counter import default_counter
-from knowcode.models import ContextBundle, RetrievalMode, SearchHit, TaskType, Verbosity
+from knowcode.models import (
+    ContextBundle,
+    Evidence,
+    RetrievalMode,
+    SearchHit,
+    SelectedEntity,
+    TaskType,
+    Verbosity,
+)
 
 S = Section
 
@@ -250,6 +261,35 @@ def test_a_truncated_bundle_ends_with_a_note_within_the_budget() -> None:
     assert WORDS.count(text) <= 60
 
 
+class TallyCounter(WordCounter):
+    """WordCounter that records every text it is asked to count."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.texts.append(text)
+        return super().count(text)
+
+
+def test_packing_counts_each_text_once_and_packs_as_counting_each_time_would(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    entities = [facts("a", lines=30, callers=12, docstring="does a"), facts("b", lines=30, children=20)]
+
+    def packed(counter: TallyCounter) -> Packed:
+        return pack(entities, TASK_TEMPLATES[TaskType.DEBUG], include_source=True, max_tokens=80,
+                    per_entity_budget=80, counter=counter)
+
+    once = TallyCounter()
+    result = packed(once)
+    assert result.truncation  # packed twice: the second pass under the note's reserve
+    assert len(once.texts) == len(set(once.texts))
+    monkeypatch.setattr(packing, "_CountOnce", lambda counter: counter)  # count every time
+    every = TallyCounter()
+    assert packed(every) == result
+    assert len(every.texts) > len(once.texts)
+
+
 def test_a_bundle_that_fits_has_no_note() -> None:
     text, truncation = packed_text([facts("a", lines=3)], TaskTemplate((S.SOURCE,)), 1000)
     assert truncation == () and "Truncated" not in text
@@ -366,6 +406,20 @@ def bundle() -> ContextBundle:
 def test_each_verbosity_level_carries_its_fields(verbosity: Verbosity, fields: set[str]) -> None:
     assert set(render.context_fields(verbosity)) == fields
     assert set(render.context_data(bundle(), verbosity)) == fields
+
+
+@pytest.mark.parametrize("verbosity", list(Verbosity))
+def test_a_levels_data_is_what_asdict_makes_of_its_fields(verbosity: Verbosity) -> None:
+    full = dataclasses.replace(
+        bundle(), truncation=("x: cut",), changed_files=("a.py",), errors=("[e]",),
+        selected_entities=(SelectedEntity("i", "m.f", "function", "a.py", 1, 2, "hybrid"),),
+        evidence=(Evidence(1, "c", "i", 0.5, "hybrid"), Evidence(2, "d", "j", 0.25, "sparse")))
+    whole = dataclasses.asdict(full)
+    data = render.context_data(full, verbosity)
+    assert data == {name: whole[name] for name in render.context_fields(verbosity)}
+    assert [type(value) for value in data.values()] == [type(whole[name]) for name in data]
+    assert render.context_json(full, verbosity) == json.dumps(
+        {name: whole[name] for name in render.context_fields(verbosity)}, indent=2, default=str)
 
 
 def test_the_ladder_only_adds_fields() -> None:

@@ -7,6 +7,7 @@ and de-duplicated in Python); the store's counted queries must agree with it nam
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,7 @@ from knowcode.analysis.sections import MAX_CALLEES, MAX_CALLERS, MAX_CHILDREN
 from knowcode.analysis.token_counter import default_counter
 from knowcode.models import Entity, HitSource, SearchHit
 from knowcode.retrieval.completeness import hit_for
-from knowcode.storage.store import Store
+from knowcode.storage.store import _ADDED_INDEXES, DATABASE_NAME, NAMES_INDEX, Store
 from tests.conftest import write_tree
 
 CALLEES = 14  # distinct functions `busy` calls: more than MAX_CALLEES
@@ -145,3 +146,57 @@ def test_bundles_are_byte_identical_to_the_reference(store: Store, max_tokens: i
             theirs = pack(expected[start:start + 4], template, include_source=True, max_tokens=max_tokens,
                           per_entity_budget=max_tokens, counter=counter)
             assert mine == theirs
+
+
+@pytest.mark.parametrize("limit", [0, 1, 2, MAX_CALLERS, 10_000])
+def test_caller_names_at_any_limit_are_the_reference_cut_there(store: Store, limit: int) -> None:
+    every = hits(store)
+    expected = reference_facts(store, every)
+    found = store.caller_names([hit.entity_id for hit in every], limit)
+    want = {f.hit.entity_id: (list(f.callers[:limit]), f.caller_count) for f in expected if f.caller_count}
+    assert found == want
+
+
+def test_a_store_without_the_added_indexes_reads_the_same_and_a_writer_adds_them(
+        store: Store, tmp_path: Path) -> None:
+    every = [hit.entity_id for hit in hits(store)]
+    expected = store.caller_names(every, MAX_CALLERS)
+    copy = tmp_path / "store"
+    copy.mkdir()
+    store.connection.execute("VACUUM INTO ?", (str(copy / DATABASE_NAME),))
+    older = Store.open(copy, create=False)
+    for name in _ADDED_INDEXES:
+        older.connection.execute(f"DROP INDEX {name}")
+    assert older.caller_names(every, MAX_CALLERS) == expected  # a reader never writes: no index made
+    older.close()
+    reader = Store.open(copy, create=False)
+    assert not _index_names(reader) & set(_ADDED_INDEXES)
+    reader.close()
+    Store.open(copy).close()  # what an indexing run opens
+    upgraded = Store.open(copy, create=False)
+    assert _index_names(upgraded) >= set(_ADDED_INDEXES)
+    assert upgraded.caller_names(every, MAX_CALLERS) == expected
+    # the first callers come straight from the covering indexes, in order: no sort, no table rows
+    plan = str(upgraded.connection.execute(
+        "EXPLAIN QUERY PLAN SELECT e.qualified_name FROM relationships AS r JOIN entities AS e "
+        f"INDEXED BY {NAMES_INDEX} ON e.id = r.source_id WHERE r.target_id = ? AND r.kind = 'calls' "
+        "ORDER BY r.path, r.line, r.source_id", ("x",)).fetchall())
+    assert "COVERING INDEX relationships_callers" in plan and f"COVERING INDEX {NAMES_INDEX}" in plan
+    assert "TEMP B-TREE" not in plan
+    upgraded.close()
+
+
+def _index_names(store: Store) -> set[str]:
+    return {row[0] for row in store.connection.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+
+
+def test_caller_totals_counted_before_are_used_and_new_ones_recorded(store: Store) -> None:
+    every = [hit.entity_id for hit in hits(store)]
+    counted: dict[str, int] = {}
+    fresh = store.caller_names(every, MAX_CALLERS, counted)
+    assert fresh == store.caller_names(every, MAX_CALLERS)
+    assert counted and counted == {i: total for i, (_, total) in fresh.items() if total >= MAX_CALLERS}
+    assert store.caller_names(every, MAX_CALLERS, counted) == fresh
+    [hub] = counted
+    counted[hub] = 999  # what it reports is what it was given
+    assert store.caller_names(every, MAX_CALLERS, counted)[hub] == (fresh[hub][0], 999)
