@@ -72,6 +72,13 @@ class Postings:
         """The documents in the segment."""
         return len(self.lengths)
 
+    def span(self, token: str) -> tuple[int, int] | None:
+        """Where a term's rows lie in `docs` and `tfs` (start, end), or None when no document holds it."""
+        column = self.vocabulary.get(token)
+        if column is None:
+            return None
+        return int(self.indptr[column]), int(self.indptr[column + 1])
+
     @classmethod
     def build(cls, token_strings: Iterable[str]) -> Postings:
         """Count the terms of pre-tokenized documents (tokens joined by spaces, as the store keeps them;
@@ -194,12 +201,11 @@ class SparseIndex:
         found = []
         frequency = 0
         for number, (segment, live) in enumerate(zip(self._segments, self._live, strict=True)):
-            column = segment.postings.vocabulary.get(token)
-            if column is None:
+            span = segment.postings.span(token)
+            if span is None:
                 continue
-            postings = segment.postings
-            start, end = int(postings.indptr[column]), int(postings.indptr[column + 1])
-            docs, tfs = postings.docs[start:end], postings.tfs[start:end]
+            start, end = span
+            docs, tfs = segment.postings.docs[start:end], segment.postings.tfs[start:end]
             if live is not None:
                 keep = live[docs]
                 docs, tfs = docs[keep], tfs[keep]
@@ -212,10 +218,10 @@ class SparseIndex:
         """How many live rows hold the token."""
         frequency = 0
         for segment, live in zip(self._segments, self._live, strict=True):
-            column = segment.postings.vocabulary.get(token)
-            if column is None:
+            span = segment.postings.span(token)
+            if span is None:
                 continue
-            start, end = int(segment.postings.indptr[column]), int(segment.postings.indptr[column + 1])
+            start, end = span
             frequency += end - start if live is None else int(live[segment.postings.docs[start:end]].sum())
         return frequency
 
