@@ -20,6 +20,9 @@ tests/data/classifier_README.md for how each was written and which were tuned on
   ``classifier_queries_v7_tuning.jsonl`` (41) and ``classifier_queries_v7_holdout.jsonl`` (41): 182 questions,
   mostly whole-repository, explain and review questions (the types the shared questions confuse), split and
   tuned on the same way;
+* ``classifier_queries_v8_tuning.jsonl`` (117) and ``classifier_queries_v8_holdout.jsonl`` (113): 230
+  questions by a new author, written before reading the earlier sets or the cues, split and tuned on the
+  same way;
 * the shared span-level questions (``../shared/bench/questions/*.json``, 120 with a ``task`` label), a test
   set that is never tuned on; skipped with a note when the folder is absent.
 
