@@ -154,9 +154,12 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|reached|called|applied|sent|released|invalidated|stored|run)\b|\b(?:never|always)\s+(?:\w+\s+)?"
          r"\w+(?:s|ed)\b"
          r"|\b(?:isn't|aren't|wasn't|doesn't|don't|didn't|won't|can't|cannot)\s+\w+", MEDIUM),
-        (r"\b(?:loses?|drops|skips|misses|leaks?|leaking|corrupts?|flicker\w*|disconnects?|rejects?|swallows?"
+        # what the code does wrong, in any inflection ("drops", "is dropping", "dropped")
+        (r"\b(?:los(?:e|es|ing)|drop(?:s|ped|ping)|skip(?:s|ped|ping)|misses|leak(?:s|ed|ing)?"
+         r"|corrupt(?:s|ed|ing)?|flicker\w*|disconnect(?:s|ed|ing)?|reject(?:s|ing)?|swallow(?:s|ed|ing)?"
          r"|garbled|mojibake|gibberish|mangled|scrambled"
-         r"|rejected|disagree|mismatch\w*|twice|duplicat\w+|off by|one day off|loop(?:s|ing)?|stale"
+         r"|rejected|disagree|mismatch\w*|twice|duplicat\w+|off by|one day off|stale"
+         r"|loops|looping|in an? (?:\w+\s+)?loop"
          r"|truncat\w+"
          r"|hangs?|hanging|freez\w+|deadlocks?|time[sd]? ?out|timeouts?|forever|exits?(?:\s+with)?"
          r"|exit (?:code|status)|non-?zero|crash\w*|fails?|failed|failing|failure|breaks?(?!\s+down)|broke"
@@ -179,7 +182,7 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:after|since)\s+(?:the\s+|a\s+|an\s+|i\s+|we\s+|our\s+)?(?:last\s+|latest\s+|recent\s+)?"
          r"(?:upgrad|updat|deploy|migrat|adding|switch|chang|rotat|install|mov|renam|enabl|bump|restart|releas)\w*"
          r"|\bregression\b", MEDIUM),
-        (r"\bfix(?:es|ed|ing)?\b|\bbug(?:s|gy)?\b|\b(?:traceback|stack ?traces?)\b", MEDIUM),
+        (r"\bfix(?:es|ing)?\b|\bbug(?:s|gy)?\b|\b(?:traceback|stack ?traces?)\b", MEDIUM),
         # "I registered a handler but ...": what the asker did, then what went wrong
         (r"\b(?:i|we)\s+(?:\w+\s+)?(?:registered|set|added|configured|passed|defined|created|installed|enabled"
          r"|marked|wrote|called|gave|used|tried|mounted|followed)\b[^.?!]{0,120}?\bbut\b"
@@ -222,7 +225,6 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (rf"^\W*{_CODE_NAME}[^?.]{{0,60}}$", MEDIUM),  # a short phrase led by a code name
         (rf"^\W*where\b|\bthe\s+(?:code|{_CODE_NOUN})\s+(?:that|which|where)\b", MEDIUM),
         (r"\bwhere\b|\bsignature\b", WEAK),
-        (_CODE_NAME, WEAK),
     ),
     TaskType.EXPLAIN: (
         (r"\bhow\s+(?:does|do|did|is|are|was|were)\b", STRONG),
@@ -230,7 +232,8 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:what|who|which \w+)\s+(?:decides|determines|controls|governs|chooses|picks|triggers)\b"
          r"|\bhow\s+(?:is\s+it|does\s+it)\s+(?:decided|determined|chosen)\b", STRONG),
         # a behaviour in a situation: "what does the event bus do when a subscriber raises?"
-        (r"\bwhat\s+(?:does|do|will|would)\s+(?:\S+\s+){1,4}?do\s+(?:when|if|after|on|with|once)\b", STRONG),
+        (r"\bwhat\s+(?:does|do|will|would)\s+(?:\S+\s+){1,4}?(?:do|return|yield|produce|print|output|emit|send)"
+         r"\s+(?:when|if|after|on|with|once|for)\b", STRONG),
         # a "why" that goes on to ask for the mechanism ("why do my logs go to X, and when does Y attach its
         # handler?"): the asker wants it explained, not fixed (the shared questions' README labels it so);
         # likewise a "where" that goes on to ask how or why ("where does the request context come from, and
@@ -238,7 +241,7 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\bwhy\b[^?]{0,160}?(?:,\s*|\s)and\s+(?:how|when|where|what|who|which)\b"
          r"|\bwhere\b[^?]{0,120}?(?:,\s*|\s)and\s+(?:how|why)\b", STRONG),
         (r"\bexpla(?:in\w*|nation\w*)\b|\bwalk\s+(?:me\s+)?through\b"
-         r"|\bwhat\s+happens\s+(?:to\s+(?:[\w'-]+\s+){1,4}?)?(?:when|if|after|before|during|on)\b", STRONG),
+         r"|\bwhat\s+happens\s+(?:[\w'-]+\s+){0,4}?(?:when|if|after|before|during|on)\b", STRONG),
         (r"\bwhat\s+(?:does|do)\b[^?]{0,60}\b(?:do|does|mean|change|control"
          r"|accomplish|buy|save|add|protect|prevent|guard|solve|achieve|represent)\b", MEDIUM),
         # ... or a passive mechanism: "how feature flags are evaluated", "how are the templates chosen"
@@ -262,7 +265,7 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|\b(?:(?:like|want|wanted|need|trying)\s+to\s+(?:know|learn|find out)|curious|i\s+wonder"
          r"|wondering)\b",
          MEDIUM),
-        (r"\b(?:purpose|role|responsibilit\w+|meaning|rationale|intent|contract)\b", MEDIUM),
+        (r"\b(?:purpose|role|responsibilit\w+|meaning|rationale|reasons?|intent|contract)\b", MEDIUM),
         (r"\b(?:instead of|rather than|versus|difference between|differ from|compared? (?:to|with))\b",
          MEDIUM),
         (r"\bwhy\s+(?:do|did|does|is|are)\s+(?:we|you|they|there|the\s+\w+\s+(?:need|have|use))\b"
@@ -278,10 +281,12 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         # "how would I add X", "how can we support Y"
         (r"\bhow\s+(?:would|could|can|should|do|might|to)\s+(?:i|we|one|you|someone)?\s*(?:\w+\s+){0,2}?"
          r"(?:add|support|extend|implement|make|let|plug|hook|write|create|build|register|teach|expose|serve"
-         r"|integrate|introduce|allow|enable|customi[sz]e|override|subclass|swap|replace)\b", STRONG),
+         r"|integrate|introduce|allow|enable|customi[sz]e|override|subclass|swap|replace|give|change|switch"
+         r"|migrate|port|convert|turn|restrict|limit|wire|structure|design|approach|go about)\b", STRONG),
         # a request that opens with the change: "add a --json flag", "implement soft deletes"
-        (r"^\W*(?:please\s+|let's\s+|can (?:we|you|i)\s+)?(?:add|implement|support|create|build|write|make"
-         r"|extend|give(?!\s+(?:me|us)\b)|introduce|allow|enable|expose|teach|wire|integrate|plug"
+        (r"^\W*(?:please\s+|let's\s+|(?:can|could|should|shall) (?:we|you|i)\s+)?(?:add|implement|support"
+         r"|create|build|write|make|extend|give(?!\s+(?:me|us)\b)|introduce|allow|enable|expose|teach|wire"
+         r"|integrate|plug|swap|replace|switch|migrate|port|convert"
          r"|let(?!'s|\s+(?:me|us)\s+(?:know|see|understand)))\b"
          r"|\bhelp\s+(?:me|us)\s+(?:to\s+)?(?:add|implement|support|build|write|create|make|extend)\b",
          STRONG),
@@ -307,7 +312,8 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:scaffold\w*|generat(?:e|ing)|set up|integrations?|support)\b", MEDIUM),
         (r"\b(?:expos(?:e|ing)|provid(?:e|ing)|overrid(?:e|able)|plug(?:ging)?\s+in|custom|pass in)\b",
          MEDIUM),
-        (r"\b(?:let|allow)s?\s+(?:users?|callers?|clients?|people)\b|\b(?:feature|enhancement|capability)\b",
+        (r"\b(?:let|allow)s?\s+(?:users?|callers?|clients?|people)\b|\b(?:feature|enhancement|capability)\b"
+         r"|\bbe able to\b",
          MEDIUM),
         (r"\bhow\s+(?:would|could|can|should)\s+(?:i|we)\b", WEAK),
         (r"\b(?:config(?:uration)? options?|flags?|settings?|parameters?|options?)\b", WEAK),
@@ -327,8 +333,8 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (rf"{_CLAUSE}(?:is|are|was|would|will|does|do|could|can|should|has|have|did)\b[^?]{{0,100}}?\b(?:safe"
          r"|unsafe|correct|right|ok|okay|fine|enough|complete|sound|secure|robust|problems?|issues?|mistakes?"
          r"|bad idea|good idea"
-         r"|dangerous|risky|consistent|inconsistent|idempotent|break|leak\w*|lose|proper|acceptable"
-         r"|gracefully|wrong|missing|testing anything|premature|the right thing|hide|mask|swallows?|always"
+         r"|dangerous|risky|consistent|inconsistent|idempotent|break|leak\w*|los(?:e|es|ing)|proper|acceptable"
+         r"|gracefully|wrong|missing|testing anything|premature|the right thing|hide|mask|swallow\w*|always"
          r"|everywhere|every time|in every case)\b",
          STRONG),
         (r"\b(?:security|secure|vulnerab\w+|injection|xss|csrf|exploit\w*|unsafe|saniti[sz]\w+|traversal"
@@ -408,8 +414,8 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|main abstractions|core concepts|business logic|domain (?:logic|layer|model)|glue(?: code)?"
          r"|plumbing|boilerplate|infrastructure code"
          r"|layers of|ecosystem|split (?:between|across))\b", MEDIUM),
-        (r"\b(?:tech(?:nology)? stack|languages?|frameworks?|libraries|dependencies|requirements|platforms"
-         r"|runtimes)\b", MEDIUM),
+        (r"\b(?:tech(?:nology)? stack|languages?|frameworks?|libraries|dependencies|third[- ]party"
+         r"|requirements|platforms|runtimes)\b", MEDIUM),
         (r"\bthis\s+(?:[\w-]+\s+){0,2}?(?:repo|repository|codebase|code ?base|project|application|app"
          r"|monorepo|system|package|library|service|toolkit|sdk|engine|tool|cli|pipeline|platform)\b"
          r"|\bthe\s+(?:repo|repository|codebase|code ?base|project|monorepo|library)\b",
