@@ -20,6 +20,7 @@ from knowcode.analysis.token_counter import DEFAULT_ENCODING
 from knowcode.indexing.scanner import DEFAULT_MAX_FILE_BYTES
 from knowcode.retrieval.hybrid_index import DEFAULT_HYBRID_ALPHA
 from knowcode.retrieval.relevance_feedback import DEFAULT_FEEDBACK_WEIGHT
+from knowcode.retrieval.report_query import TITLE_REPEATS
 from knowcode.retrieval.reranker import DEFAULT_TOP_K_MULTIPLIER, RankingSignals
 from knowcode.retrieval.sparse import BM25_B, BM25_K1
 from knowcode.safety import split_host
@@ -171,6 +172,9 @@ class AppConfig:
     # long questions: the weight of the terms pseudo-relevance feedback adds to the sparse leg's query,
     # as a share of the question's (retrieval/relevance_feedback.py); 0 switches it off
     query_feedback: float = DEFAULT_FEEDBACK_WEIGHT
+    # issue reports: further copies of the title line in the sparse leg's query (retrieval/report_query.py);
+    # 0 switches it off
+    report_title_repeats: int = TITLE_REPEATS
     reranker_top_k_multiplier: int = DEFAULT_TOP_K_MULTIPLIER  # spec: Reranking — limit x 5 reranked
     embedding_provider: str = "static"  # static (shipped model2vec), openai, voyage, or none
     embedding_model: str = ""  # remote providers: the model name (voyage default: voyage-code-3)
@@ -191,6 +195,8 @@ class AppConfig:
         timeout = self.index_lock_timeout_seconds
         if timeout < 0:
             raise ValueError(f"index_lock_timeout_seconds must be >= 0 (0: do not wait), not {timeout}")
+        if self.report_title_repeats < 0:
+            raise ValueError(f"report_title_repeats must be >= 0 (0: off), not {self.report_title_repeats}")
 
 
 def _read_table(path: Path, table: tuple[str, ...]) -> dict[str, Any]:

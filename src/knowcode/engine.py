@@ -290,7 +290,8 @@ class KnowCode:
             self._orchestrator = RetrievalOrchestrator(
                 self._reader, index, self.embedder(),
                 alpha=config.hybrid_alpha, top_k_multiplier=config.reranker_top_k_multiplier,
-                signals=config.ranking, cross_encoder=self.cross_encoder(), feedback=config.query_feedback)
+                signals=config.ranking, cross_encoder=self.cross_encoder(), feedback=config.query_feedback,
+                title_repeats=config.report_title_repeats)
         return self._orchestrator
 
     @property

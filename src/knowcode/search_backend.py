@@ -170,4 +170,5 @@ def open_cross_repo_search(config: AppConfig, embedder: EmbeddingProvider | None
     dimension = vector_dimension(embedder)
     return CrossRepoSearch(connect(config, dimension), embedder, alpha=config.hybrid_alpha,
                            top_k_multiplier=config.reranker_top_k_multiplier, signals=config.ranking,
-                           cross_encoder=cross_encoder, open_store=_open_store)
+                           cross_encoder=cross_encoder, open_store=_open_store,
+                           title_repeats=config.report_title_repeats)

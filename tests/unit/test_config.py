@@ -91,6 +91,19 @@ def test_wrong_type_is_an_error(tmp_path: Path, line: str, key: str) -> None:
         load_config(tmp_path)
 
 
+@pytest.mark.parametrize(("line", "value"), [("report_title_repeats = 0", 0),
+                                             ("report_title_repeats = 2", 2)])
+def test_report_title_repeats_is_read(tmp_path: Path, line: str, value: int) -> None:
+    write(tmp_path / "knowcode.toml", line + "\n")
+    assert load_config(tmp_path).report_title_repeats == value
+
+
+def test_negative_report_title_repeats_is_an_error(tmp_path: Path) -> None:
+    write(tmp_path / "knowcode.toml", "report_title_repeats = -1\n")
+    with pytest.raises(ValueError, match="report_title_repeats must be >= 0"):
+        load_config(tmp_path)
+
+
 def test_invalid_toml_is_a_value_error(tmp_path: Path) -> None:
     write(tmp_path / "knowcode.toml", "max_file_bytes = = 3\n")
     with pytest.raises(ValueError, match="not valid TOML"):

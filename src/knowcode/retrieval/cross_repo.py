@@ -41,6 +41,7 @@ from knowcode.retrieval.orchestrator import (
     RetrievalOrchestrator,
     validate_query,
 )
+from knowcode.retrieval.report_query import TITLE_REPEATS, weighted_report
 from knowcode.retrieval.reranker import CrossEncoder, RankingSignals
 from knowcode.retrieval.search_index import SearchIndex
 from knowcode.retrieval.sparse import Expansion, SparseIndex
@@ -155,7 +156,8 @@ class CrossRepoSearch:
 
     def __init__(self, backend: SearchBackend, embedder: EmbeddingProvider | None, *, alpha: float,
                  top_k_multiplier: int, signals: RankingSignals, cross_encoder: CrossEncoder | None = None,
-                 open_store: Callable[[RepositoryRecord], Store | None]) -> None:
+                 open_store: Callable[[RepositoryRecord], Store | None],
+                 title_repeats: int = TITLE_REPEATS) -> None:
         self.backend = backend
         self.embedder = _QueryVector(embedder) if embedder is not None else None
         self.alpha = alpha
@@ -163,6 +165,7 @@ class CrossRepoSearch:
         self.signals = signals
         self.cross_encoder = cross_encoder
         self.open_store = open_store
+        self.title_repeats = title_repeats
         self._records: dict[str, RepositoryRecord] = {}
         self._names: tuple[object, dict[str, frozenset[str]]] = (None, {})  # (of which records, index)
         self._rankers: dict[str, _Ranker | None] = {}
@@ -171,7 +174,8 @@ class CrossRepoSearch:
         self.hybrid = HybridIndex(self._sparse, self._dense, alpha=alpha)
 
     def _sparse(self, query: str, limit: int) -> list[tuple[str, float]]:
-        hits = self.backend.search_sparse(tokenize(query), limit, self._repositories)
+        hits = self.backend.search_sparse(tokenize(weighted_report(query, self.title_repeats)), limit,
+                                          self._repositories)
         self._hits["sparse"] = hits
         return [(primary_key(h.repository, h.chunk_id), h.score) for h in hits]
 

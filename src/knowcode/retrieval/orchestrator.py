@@ -2,7 +2,8 @@
 
 1. A quoted query goes to the exact-match engine.
 2. Otherwise the hybrid index (BM25 + dense, RRF), reranked; a long question's BM25 query is
-   expanded by pseudo-relevance feedback (relevance_feedback) first.
+   expanded by pseudo-relevance feedback (relevance_feedback) first, an issue report's title weighs
+   more in it (report_query).
 3. If the dense leg fails, BM25 alone on the query's keywords; the error is kept and the mode is
    ``lexical``: never a silent empty result.
 4. Hits are de-duplicated to `limit_entities` unique entities.
@@ -30,6 +31,7 @@ from knowcode.retrieval.hybrid_index import (
     reciprocal_rank_fusion,
 )
 from knowcode.retrieval.relevance_feedback import DEFAULT_FEEDBACK_WEIGHT, FEEDBACK_DOCUMENTS, expansion_terms
+from knowcode.retrieval.report_query import TITLE_REPEATS, weighted_report
 from knowcode.retrieval.reranker import (
     Candidate,
     CrossEncoder,
@@ -120,7 +122,7 @@ class RetrievalOrchestrator:
     def __init__(self, store: Store, index: SearchIndex, embedder: EmbeddingProvider | None, *,
                  alpha: float, top_k_multiplier: int, signals: RankingSignals,
                  cross_encoder: CrossEncoder | None = None,
-                 feedback: float = DEFAULT_FEEDBACK_WEIGHT) -> None:
+                 feedback: float = DEFAULT_FEEDBACK_WEIGHT, title_repeats: int = TITLE_REPEATS) -> None:
         self.store = store
         self.index = index
         self.embedder = embedder
@@ -129,6 +131,7 @@ class RetrievalOrchestrator:
         self.signals = signals
         self.cross_encoder = cross_encoder
         self.feedback = feedback
+        self.title_repeats = title_repeats
         self.hybrid = HybridIndex(self._sparse, self._dense, alpha=alpha)
 
     def close(self) -> None:
@@ -136,15 +139,16 @@ class RetrievalOrchestrator:
         self.hybrid.close()
 
     def _sparse(self, query: str, limit: int) -> list[tuple[str, float]]:
-        """BM25 for the query; for a long question (not a report), ranked again with the terms its first
-        hits suggest."""
+        """BM25 for the query (a report's title weighted: report_query); for a long question, ranked
+        again with the terms its first hits suggest."""
         sparse = self.index.sparse
         # Feedback needs a question with enough words to find its subject: at 9-11 tokens (the longest
         # file-level queries) it cost 3 of 284 file-level queries 0.01-0.07 NDCG@10 and gained none.
         # A report names its code already (bench/issues: fn Recall@10 0.480 -> 0.471 with feedback).
         # A search backend's leg holds no term statistics here.
+        weighted = weighted_report(query, self.title_repeats)
         if not self.feedback or not is_long_question(query) or not sparse.documents:
-            return sparse.search(query, limit)
+            return sparse.search(weighted, limit)
 
         def expand(hits: Sequence[tuple[str, float]]) -> dict[str, float]:
             first = hits[:FEEDBACK_DOCUMENTS]
@@ -153,7 +157,7 @@ class RetrievalOrchestrator:
             return expansion_terms(tokenize(query), feedback, sparse.document_frequency, sparse.documents,
                                    weight=self.feedback)
 
-        return sparse.search(query, limit, expand)
+        return sparse.search(weighted, limit, expand)
 
     def _dense(self, query: str, limit: int) -> list[tuple[str, float]]:
         if self.embedder is None or self.index.dense is None or self.index.embedding is None:

@@ -66,10 +66,11 @@ def sample_kc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowCode]:
 
 def _orchestrator(kc: KnowCode, embedder: EmbeddingProvider | None,
                   cross_encoder: CrossEncoder | None = None,
-                  feedback: float = DEFAULT_FEEDBACK_WEIGHT) -> Iterator[RetrievalOrchestrator]:
+                  feedback: float = DEFAULT_FEEDBACK_WEIGHT,
+                  signals: RankingSignals | None = None) -> Iterator[RetrievalOrchestrator]:
     store = Store.open(kc.store_dir, create=False)
     orchestrator = RetrievalOrchestrator(store, load_search_index(store, kc.store_dir), embedder,
-                                         alpha=0.2, top_k_multiplier=5, signals=RankingSignals(),
+                                         alpha=0.2, top_k_multiplier=5, signals=signals or RankingSignals(),
                                          cross_encoder=cross_encoder, feedback=feedback)
     try:
         yield orchestrator
@@ -544,3 +545,34 @@ def test_a_long_question_reaches_code_through_its_first_hits_terms(feedback_kc: 
         result = orchestrator.retrieve(query, limit_entities=5, expand_deps=False)
         assert result.hits[0].path == "session.py"
         assert ("signing.py" in {hit.path for hit in result.hits}) is found
+
+
+# --- issue reports ------------------------------------------------------------------------------------
+# A report whose title names the window function that crashes, and whose pasted log names the
+# connection pool's code more often.
+REPORT_REPO = {
+    "window.py": "def lag_window_cast(expression, decimal_field):\n    return sqlite_cast(expression)\n",
+    "pool.py": "def retry_connection_pool(worker, log):\n    return worker.retry(log)\n",
+    **{f"noise{i}.py": f"def unrelated_{i}(items):\n    return sorted(items)\n" for i in range(6)},
+}
+REPORT_TITLE = "Lag window cast of a decimal field crashes on SQLite"
+REPORT_BODY = ("Description: the nightly job stops after the upgrade. Steps to reproduce: run the command "
+               "with the production settings and watch the log: connection pool retry, worker retry, "
+               "connection pool retry, worker log, connection pool exhausted after three minutes.")
+
+
+@pytest.fixture(scope="module")
+def report_kc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowCode]:
+    yield from _indexed(tmp_path_factory, "report", REPORT_REPO)
+
+
+@pytest.mark.parametrize(("query", "first"), [
+    (f"{REPORT_TITLE}\n{REPORT_BODY}", "window.py"),  # the title weighs more than the pasted log
+    (f"{REPORT_BODY}\n{REPORT_TITLE}", "pool.py"),  # the same words with no title line: the log wins
+])
+def test_a_report_s_title_decides_its_keyword_ranking(report_kc: KnowCode, query: str, first: str) -> None:
+    # keywords alone, and no coverage signal (it counts the same words in either order)
+    for orchestrator in _orchestrator(report_kc, None, signals=RankingSignals(coverage=1.0)):
+        result = orchestrator.retrieve(query, limit_entities=1, expand_deps=False)
+        assert result.mode is RetrievalMode.LEXICAL
+        assert result.hits[0].path == first
