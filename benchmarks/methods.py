@@ -101,6 +101,7 @@ ABLATIONS: dict[str, SearchFn] = {
     "sparse-only": KnowCodeSearch(replace(AppConfig(), hybrid_alpha=0.0)),
     "dense-only": KnowCodeSearch(replace(AppConfig(), hybrid_alpha=1.0)),
     "no-feedback": KnowCodeSearch(replace(AppConfig(), query_feedback=0.0)),
+    "no-title": KnowCodeSearch(replace(AppConfig(), report_title_repeats=0)),
     "no-ranking": KnowCodeSearch(replace(AppConfig(), ranking=RankingSignals(
         **{name: 1.0 for name in RankingSignals.__dataclass_fields__}))),
     **{f"no-{name}": KnowCodeSearch(_without(name)) for name in RankingSignals.__dataclass_fields__},
