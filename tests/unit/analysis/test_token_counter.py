@@ -12,6 +12,7 @@ import pytest
 from knowcode.analysis.token_counter import (
     DEFAULT_ENCODING,
     OFFLINE_ENCODINGS,
+    RecentCounts,
     TiktokenCounter,
     TokenCounter,
     default_counter,
@@ -45,6 +46,56 @@ def test_default_counter_is_shared_and_follows_the_protocol() -> None:
     counter: TokenCounter = default_counter()
     assert default_counter() is counter
     assert default_counter("cl100k") is counter
+
+
+class _Calls:
+    """One token per character, recording each text it is asked to count."""
+
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.texts.append(text)
+        return len(text)
+
+
+def test_recent_counts_are_the_wrapped_counts_and_counted_once() -> None:
+    calls = _Calls()
+    counter = RecentCounts(calls, max_chars=100, max_text_chars=50)
+    assert [counter.count(t) for t in ("ab", "abc", "ab", "abc")] == [2, 3, 2, 3]
+    assert calls.texts == ["ab", "abc"]
+    assert counter.kept_chars == 5
+    assert counter.name == "fake"
+
+
+def test_recent_counts_drop_the_least_recently_used_past_the_character_budget() -> None:
+    calls = _Calls()
+    counter = RecentCounts(calls, max_chars=10, max_text_chars=10)
+    counter.count("aaaa")
+    counter.count("bbbb")
+    counter.count("aaaa")  # used again: "bbbb" is now the oldest
+    counter.count("cccc")  # 12 characters: "bbbb" goes
+    assert counter.kept_chars == 8
+    counter.count("aaaa")
+    counter.count("bbbb")
+    assert calls.texts == ["aaaa", "bbbb", "cccc", "bbbb"]
+
+
+def test_recent_counts_do_not_keep_a_text_longer_than_the_limit() -> None:
+    calls = _Calls()
+    counter = RecentCounts(calls, max_chars=100, max_text_chars=3)
+    assert counter.count("abcd") == counter.count("abcd") == 4
+    assert calls.texts == ["abcd", "abcd"]
+    assert counter.kept_chars == 0
+
+
+def test_the_shared_counter_keeps_exact_counts() -> None:
+    counter = default_counter()
+    assert isinstance(counter, RecentCounts)
+    text = "def keep(counts):\n    return counts  # a text counted twice\n"
+    assert counter.count(text) == counter.count(text) == TiktokenCounter().count(text)
 
 
 def test_unknown_encoding_names_the_setting_and_the_choices() -> None:
