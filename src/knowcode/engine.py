@@ -40,6 +40,7 @@ from knowcode.retrieval.search_index import (
     SEARCH_GENERATION_KEY,
     SearchIndex,
     load_search_index,
+    start_early_embedding,
     update_search_index,
 )
 from knowcode.storage import Store
@@ -223,15 +224,21 @@ class KnowCode:
         # holder committed (it may have made the schema, or indexed these very files).
         with writer_lock(self.store_dir, self.config.index_lock_timeout_seconds):
             store = Store.open(self.store_dir, mapped=False)
+            # A first run embeds chunk heads on a thread while the parser workers run, instead of after
+            # the commit with one core idle.
+            early = start_early_embedding(store, self.embedder(), rebuild_vectors=rebuild_vectors)
             try:
                 report = index_repository(self.root, store, max_file_bytes=self.config.max_file_bytes,
-                                          workers=self.config.parse_workers, progress=progress)
+                                          workers=self.config.parse_workers, progress=progress,
+                                          on_chunks=early.add if early is not None else None)
                 update_search_index(store, self.store_dir, embedder=self.embedder(),
                                     k1=self.config.bm25_k1, b=self.config.bm25_b,
-                                    rebuild_vectors=rebuild_vectors, progress=progress)
+                                    rebuild_vectors=rebuild_vectors, progress=progress, early=early)
                 if self._backend is not None:
                     self._backend.sync(store, self.embedder())
             finally:
+                if early is not None:
+                    early.close()
                 store.close()
         self._fresh = True
         self._drop_orchestrator()  # the next query loads the new generation

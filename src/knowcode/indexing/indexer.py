@@ -12,7 +12,7 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
@@ -31,7 +31,7 @@ from knowcode.indexing.scanner import ScannedFile, SkippedFile, scan
 from knowcode.indexing.tokenizer import TOKENIZER_VERSION
 from knowcode.models import EntityKind, FileRecord, RelationKind
 from knowcode.progress import Phase, ProgressCallback, no_progress
-from knowcode.storage.store import EntityKey, EntityRow, RelationshipRow, Store
+from knowcode.storage.store import ChunkRow, EntityKey, EntityRow, RelationshipRow, Store
 
 if TYPE_CHECKING:
     from knowcode.indexing.file_parser import FileFailure, ParsedFile
@@ -134,7 +134,8 @@ def _usable_cpus() -> int:
 
 
 def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: int = 0,
-                     progress: ProgressCallback = no_progress) -> IndexReport:
+                     progress: ProgressCallback = no_progress,
+                     on_chunks: Callable[[Sequence[ChunkRow]], None] | None = None) -> IndexReport:
     """Bring the store up to date with the files under root, in one transaction.
 
     Parsed files are written as they arrive from the workers, so storage overlaps parsing.
@@ -145,6 +146,8 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
     :param workers: parser processes; 0 means one per core once the files to parse reach
         PARALLEL_MIN_BYTES, else this process alone.
     :param progress: told of the scan, each parsed file and the linking of references.
+    :param on_chunks: given each parsed file's chunk rows once they are stored (before the commit),
+        e.g. to embed them while parsing goes on.
     :return: what changed.
     """
     started = time.perf_counter()
@@ -188,6 +191,8 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
                 changed_keys.update(old_keys.get(path, ()))
                 continue
             store.insert_rows([outcome.record], outcome.entities, outcome.chunks)
+            if on_chunks is not None:
+                on_chunks(outcome.chunks)
             references.write(store, outcome.references)
             content_changed = path not in old or old[path].content_hash != outcome.record.content_hash
             if content_changed:
