@@ -226,7 +226,8 @@ class KnowCode:
             store = Store.open(self.store_dir, mapped=False)
             # A first run embeds chunk heads on a thread while the parser workers run, instead of after
             # the commit with one core idle.
-            early = start_early_embedding(store, self.embedder(), rebuild_vectors=rebuild_vectors)
+            early = start_early_embedding(store, self.store_dir, self.embedder(),
+                                          rebuild_vectors=rebuild_vectors)
             try:
                 report = index_repository(self.root, store, max_file_bytes=self.config.max_file_bytes,
                                           workers=self.config.parse_workers, progress=progress,

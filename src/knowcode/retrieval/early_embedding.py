@@ -9,16 +9,23 @@ The vectors are those the search-index build would compute: the same provider, t
 (``index_text[:DENSE_TEXT_CHARS]``, which is what SQLite's ``substr`` returns there), and a provider's
 vector of a text does not depend on the other texts of its batch. A failure here costs nothing but
 the early work: the build embeds what is missing itself and reports any error where it always did.
+
+The vectors wait in an unnamed temporary file beside the store, not in memory: held while the parser
+workers are alive they raised the peak of a 1.65M-line run by ~150 MB (its ~100k vectors, then copied
+into the build's matrix). The file is gone when closed, or when the process dies.
 """
 
 from __future__ import annotations
 
 import logging
 import queue
+import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from knowcode.progress import Phase, ProgressCallback
 from knowcode.retrieval.embeddings import EmbeddingProvider
@@ -26,7 +33,6 @@ from knowcode.storage.store import ChunkRow
 
 logger = logging.getLogger(__name__)
 
-_ID, _INDEX_TEXT = 0, 6  # fields of a ChunkRow (knowcode.storage.store.chunk_row)
 
 
 class EarlyEmbedding:
@@ -35,16 +41,19 @@ class EarlyEmbedding:
     :param provider: the embedding provider the search-index build will use.
     :param head_chars: characters of a chunk's index text that are embedded.
     :param batch: heads per provider call.
+    :param spill_dir: where the vectors wait (the store's folder: its disk, not a memory-backed /tmp).
     """
 
-    def __init__(self, provider: EmbeddingProvider, *, head_chars: int, batch: int) -> None:
+    def __init__(self, provider: EmbeddingProvider, *, head_chars: int, batch: int, spill_dir: Path) -> None:
         self._provider = provider
         self._head_chars = head_chars
         self._batch = batch
+        # closed by close(), which every caller reaches (the engine's finally)
+        self._spill = tempfile.TemporaryFile(dir=spill_dir, prefix="early-vectors-")  # noqa: SIM115
+        self._spilled: list[str] = []  # chunk ids, in the order of their vectors in the file
         self._inbox: queue.SimpleQueue[list[tuple[str, str]] | None] = queue.SimpleQueue()
         self._stopped = threading.Event()
         self._changed = threading.Condition()
-        self._vectors: dict[str, np.ndarray] = {}
         self._added = 0
         self._failed: Exception | None = None
         self._finished = False
@@ -60,13 +69,18 @@ class EarlyEmbedding:
         """
         if chunks and not self._input_closed:
             self._added += len(chunks)
-            self._inbox.put([(row[_ID], row[_INDEX_TEXT][:self._head_chars]) for row in chunks])
+            # a ChunkRow (knowcode.storage.store.chunk_row): the id first, the index text seventh
+            self._inbox.put([(row[0], row[6][:self._head_chars]) for row in chunks])
 
-    def vectors(self, progress: ProgressCallback) -> dict[str, np.ndarray]:
-        """Wait for every queued head, telling `progress` of the embedding as batches finish.
+    def fill(self, rows: Mapping[str, int], matrix: npt.NDArray[np.float32],
+             progress: ProgressCallback) -> set[int]:
+        """Wait for every queued head (telling `progress` of the embedding as batches finish), then write
+        the vectors of the chunks in `rows` into their rows of `matrix`.
 
+        :param rows: the matrix row of each chunk id.
+        :param matrix: (chunks, provider dimension) float32, written in place.
         :param progress: told of Phase.EMBED (chunks embedded of those queued).
-        :return: each embedded chunk's vector by id; empty when the provider failed.
+        :return: the rows written; none when the provider failed.
         """
         self._close_input()
         total = self._added
@@ -75,17 +89,33 @@ class EarlyEmbedding:
         with self._changed:
             while not self._finished:
                 self._changed.wait()
-                if self._vectors:
-                    progress(Phase.EMBED, min(len(self._vectors), total), total)
+                if self._spilled:
+                    progress(Phase.EMBED, min(len(self._spilled), total), total)
+        if self._stopped.is_set():
+            return set()
         if self._failed is not None:
             logger.debug("early embedding failed (%s); the search-index build embeds instead", self._failed)
-            return {}
-        return self._vectors
+            return set()
+        filled: set[int] = set()
+        dimension = matrix.shape[1]
+        self._spill.seek(0)
+        for start in range(0, len(self._spilled), self._batch):  # one batch in memory at a time
+            ids = self._spilled[start:start + self._batch]
+            block = np.frombuffer(self._spill.read(len(ids) * dimension * 4), dtype=np.float32)
+            block = block.reshape(len(ids), dimension)
+            targets = [(rows[cid], i) for i, cid in enumerate(ids) if cid in rows]
+            if targets:
+                matrix[[row for row, _ in targets]] = block[[i for _, i in targets]]
+                filled.update(row for row, _ in targets)
+        return filled
 
     def close(self) -> None:
-        """Stop: queued heads are dropped; a provider call under way is left to finish on its own."""
+        """Stop: queued heads are dropped, the vectors' file is deleted; a provider call under way is
+        left to finish on its own (its vectors are dropped)."""
         self._stopped.set()
         self._close_input()
+        with self._changed:  # not while the thread writes a batch
+            self._spill.close()
 
     def _close_input(self) -> None:
         if not self._input_closed:
@@ -118,5 +148,8 @@ class EarlyEmbedding:
         if embedded.shape != (len(batch), self._provider.dimension):
             raise ValueError(f"the provider returned shape {embedded.shape} for {len(batch)} texts")
         with self._changed:
-            self._vectors.update(zip((cid for cid, _ in batch), embedded, strict=True))
+            if self._stopped.is_set():
+                return
+            self._spill.write(np.ascontiguousarray(embedded, dtype=np.float32).tobytes())
+            self._spilled.extend(cid for cid, _ in batch)
             self._changed.notify_all()

@@ -127,13 +127,15 @@ def _embed(provider: EmbeddingProvider, rows: _Rows, reused: dict[str, np.ndarra
            progress: ProgressCallback, early: EarlyEmbedding | None = None) -> VectorStore:
     """The vectors of `rows`: reused where known, embedded early (waited for here), embedded (the head
     of the text) where neither."""
-    if early is not None:
-        reused = {**early.vectors(progress), **reused}
     # Rows are written into the matrix as they come: a dict of every vector and then a copy of it
     # held twice the vectors at the peak.
     matrix = np.zeros((len(rows.ids), provider.dimension), dtype=np.float32)
+    filled = (early.fill({cid: row for row, cid in enumerate(rows.ids)}, matrix, progress)
+              if early is not None else set())
     missing: list[tuple[int, str]] = []
     for row, (cid, head) in enumerate(zip(rows.ids, rows.heads, strict=True)):
+        if row in filled:
+            continue
         known = reused.get(cid)
         if known is None:
             missing.append((row, head))
@@ -289,12 +291,13 @@ def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingPro
     return True
 
 
-def start_early_embedding(store: Store, embedder: EmbeddingProvider | None, *,
+def start_early_embedding(store: Store, store_dir: Path, embedder: EmbeddingProvider | None, *,
                           rebuild_vectors: bool = False) -> EarlyEmbedding | None:
     """An early embedding of the chunk heads an indexing run is about to store, when the search-index
     build will embed every chunk anyway: a store without a search index yet (its first run).
 
     :param store: the open store, before the indexing run.
+    :param store_dir: the store folder, where the early vectors wait for the build.
     :param embedder: the dense provider, or None for BM25 only.
     :param rebuild_vectors: every chunk is embedded again anyway (the early thread is worth it too).
     :return: the running thread to hand each file's chunk rows to, or None when nothing is embedded early.
@@ -303,7 +306,7 @@ def start_early_embedding(store: Store, embedder: EmbeddingProvider | None, *,
         return None
     from knowcode.retrieval.early_embedding import EarlyEmbedding
 
-    return EarlyEmbedding(embedder, head_chars=DENSE_TEXT_CHARS, batch=EMBED_BATCH)
+    return EarlyEmbedding(embedder, head_chars=DENSE_TEXT_CHARS, batch=EMBED_BATCH, spill_dir=store_dir)
 
 
 def _write(store_dir: Path, generation: str, previous: Path | None, plan: _Plan, *, k1: float, b: float,
