@@ -224,8 +224,8 @@ class KnowCode:
         # holder committed (it may have made the schema, or indexed these very files).
         with writer_lock(self.store_dir, self.config.index_lock_timeout_seconds):
             store = Store.open(self.store_dir, mapped=False)
-            # A first run embeds chunk heads on a thread while the parser workers run, instead of after
-            # the commit with one core idle.
+            # A first run that parses in worker processes embeds chunk heads on a thread meanwhile,
+            # instead of after the commit with one core idle.
             early = start_early_embedding(store, self.store_dir, self.embedder(),
                                           rebuild_vectors=rebuild_vectors)
             try:

@@ -147,7 +147,9 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
         PARALLEL_MIN_BYTES, else this process alone.
     :param progress: told of the scan, each parsed file and the linking of references.
     :param on_chunks: given each parsed file's chunk rows once they are stored (before the commit),
-        e.g. to embed them while parsing goes on.
+        e.g. to embed them while parsing goes on; only when the files are parsed in worker
+        processes, since this process then mostly waits for them (parsing here holds the interpreter
+        lock, so a thread of this process would only take turns with it).
     :return: what changed.
     """
     started = time.perf_counter()
@@ -182,6 +184,7 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
         references = _NewReferences()
         if to_parse:
             from knowcode.indexing.file_parser import FileFailure  # see _parse_all
+        hand_over = on_chunks if on_chunks is not None and _parallel(to_parse, workers) else None
         for outcome in _parse_all(root, to_parse, workers, progress):
             path = outcome.path
             if path in old:
@@ -191,8 +194,8 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
                 changed_keys.update(old_keys.get(path, ()))
                 continue
             store.insert_rows([outcome.record], outcome.entities, outcome.chunks)
-            if on_chunks is not None:
-                on_chunks(outcome.chunks)
+            if hand_over is not None:
+                hand_over(outcome.chunks)
             references.write(store, outcome.references)
             content_changed = path not in old or old[path].content_hash != outcome.record.content_hash
             if content_changed:

@@ -1,9 +1,11 @@
 """Embedding chunk heads while a first index run is still parsing.
 
-A cold build embeds every chunk, so nothing it embeds early is wasted. The heads are handed over file
-by file as the parsed rows are stored, and embedded on a thread of this process while the parser
-workers use the cores: the search-index build then finds their vectors ready instead of embedding
-after the graph is committed (on abseil-cpp, 1.5 s of a 10 s run spent with one core busy).
+A cold build embeds every chunk, so nothing it embeds early is wasted. When the files are parsed in
+worker processes, the heads are handed over file by file as the parsed rows are stored, and embedded
+on a thread of this process while the workers use the cores: the search-index build then finds their
+vectors ready instead of embedding after the graph is committed (on abseil-cpp, ~1.5 s of a 10 s run
+with one core busy). A run that parses in its own process hands nothing over (tree-sitter holds the
+interpreter lock while it parses, so the thread would only take turns with it) and embeds as before.
 
 The vectors are those the search-index build would compute: the same provider, the same heads
 (``index_text[:DENSE_TEXT_CHARS]``, which is what SQLite's ``substr`` returns there), and a provider's

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from knowcode.errors import EmbeddingError
-from knowcode.indexing import index_repository
+from knowcode.indexing import index_repository, indexer
 from knowcode.progress import Phase, ProgressCallback, no_progress
 from knowcode.retrieval.early_embedding import EarlyEmbedding
 from knowcode.retrieval.embeddings import StaticEmbeddingProvider, Vectors
@@ -124,16 +124,25 @@ def store(tmp_path: Path) -> Iterator[Store]:
     opened.close()
 
 
+@pytest.fixture
+def parallel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parser workers even for the four files of REPO (early embedding runs only beside workers)."""
+    monkeypatch.setattr(indexer, "PARALLEL_MIN_FILES", 1)
+
+
+@pytest.mark.usefixtures("parallel")
 def test_a_first_build_embeds_early_and_stores_what_a_plain_build_stores(repo: Path, store: Store,
                                                                          tmp_path: Path) -> None:
     provider = CountingEmbedder()
     early = start_early_embedding(store, tmp_path / "store", provider)
     assert early is not None
-    index_repository(repo, store, max_file_bytes=1 << 20, workers=1, on_chunks=early.add)
-    update_search_index(store, tmp_path / "store", embedder=provider, k1=1.2, b=0.75, early=early)
+    index_repository(repo, store, max_file_bytes=1 << 20, workers=2, on_chunks=early.add)
+    at_build = CountingEmbedder()  # the same model: the build may take the early vectors
+    update_search_index(store, tmp_path / "store", embedder=at_build, k1=1.2, b=0.75, early=early)
     early.close()
     chunks = store.connection.execute("SELECT count(*) FROM chunks").fetchone()[0]
     assert len(provider.embedded) == chunks  # each head once, all of them by the early thread
+    assert at_build.embedded == []
     plain_dir = tmp_path / "plain"
     plain = Store.open(plain_dir)
     try:
@@ -147,10 +156,11 @@ def test_a_first_build_embeds_early_and_stores_what_a_plain_build_stores(repo: P
     assert np.array_equal(ours.dense.matrix, theirs.dense.matrix)
 
 
+@pytest.mark.usefixtures("parallel")
 def test_a_failed_early_embedding_is_reported_by_the_build(repo: Path, store: Store, tmp_path: Path) -> None:
     early = start_early_embedding(store, tmp_path / "store", FailingEmbedder())
     assert early is not None
-    index_repository(repo, store, max_file_bytes=1 << 20, workers=1, on_chunks=early.add)
+    index_repository(repo, store, max_file_bytes=1 << 20, workers=2, on_chunks=early.add)
     with pytest.raises(EmbeddingError, match="provider down"):
         update_search_index(store, tmp_path / "store", embedder=FailingEmbedder(), k1=1.2, b=0.75,
                             early=early)
