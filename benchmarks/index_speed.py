@@ -9,6 +9,8 @@ parsing alone (no queries, chunks, resolution or storage), so the ratio shows wh
 
 Besides the entity graph and chunks (`cold`), it times the whole `knowcode index` (BM25 and vectors
 too) with the default static embedding model and with vectors off, to show what the dense leg costs.
+`--timeline TREE` times each phase of a whole cold `engine.index()` (wall, and CPU of the main process
+and of the parser workers), to show which phases run on one core.
 """
 
 from __future__ import annotations

@@ -34,11 +34,11 @@ from knowcode.retrieval.embeddings import EmbeddingProvider
 from knowcode.storage.store import ChunkRow
 
 logger = logging.getLogger(__name__)
-
+_FLOAT32 = np.dtype(np.float32)
 
 
 class EarlyEmbedding:
-    """A thread embedding the heads it is given in batches, keeping their vectors by chunk id.
+    """A thread embedding the heads it is given in batches; their vectors wait in a temporary file.
 
     :param provider: the embedding provider the search-index build will use.
     :param head_chars: characters of a chunk's index text that are embedded.
@@ -103,7 +103,7 @@ class EarlyEmbedding:
         self._spill.seek(0)
         for start in range(0, len(self._spilled), self._batch):  # one batch in memory at a time
             ids = self._spilled[start:start + self._batch]
-            block = np.frombuffer(self._spill.read(len(ids) * dimension * 4), dtype=np.float32)
+            block = np.frombuffer(self._spill.read(len(ids) * dimension * _FLOAT32.itemsize), dtype=_FLOAT32)
             block = block.reshape(len(ids), dimension)
             targets = [(rows[cid], i) for i, cid in enumerate(ids) if cid in rows]
             if targets:
@@ -152,6 +152,6 @@ class EarlyEmbedding:
         with self._changed:
             if self._stopped.is_set():
                 return
-            self._spill.write(np.ascontiguousarray(embedded, dtype=np.float32).tobytes())
+            self._spill.write(np.ascontiguousarray(embedded, dtype=_FLOAT32).tobytes())
             self._spilled.extend(cid for cid, _ in batch)
             self._changed.notify_all()
