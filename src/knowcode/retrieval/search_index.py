@@ -125,12 +125,12 @@ def _rows_of(store: Store, chunk_ids: Sequence[str]) -> _Rows:
 
 def _embed(provider: EmbeddingProvider, rows: _Rows, reused: dict[str, np.ndarray],
            progress: ProgressCallback, early: EarlyEmbedding | None = None) -> VectorStore:
-    """The vectors of `rows`: reused where known, embedded early (waited for here), embedded (the head
-    of the text) where neither."""
+    """The vectors of `rows`: embedded by the parser workers, or reused, where known; embedded (the
+    head of the text) where not."""
     # Rows are written into the matrix as they come: a dict of every vector and then a copy of it
     # held twice the vectors at the peak.
     matrix = np.zeros((len(rows.ids), provider.dimension), dtype=np.float32)
-    filled = (early.fill({cid: row for row, cid in enumerate(rows.ids)}, matrix, progress)
+    filled = (early.fill({cid: row for row, cid in enumerate(rows.ids)}, matrix, batch=EMBED_BATCH)
               if early is not None else set())
     missing: list[tuple[int, str]] = []
     for row, (cid, head) in enumerate(zip(rows.ids, rows.heads, strict=True)):
@@ -157,8 +157,7 @@ def _embed(provider: EmbeddingProvider, rows: _Rows, reused: dict[str, np.ndarra
 
 def _build_segment(rows: _Rows, embedder: EmbeddingProvider | None, reused: dict[str, np.ndarray],
                    progress: ProgressCallback, early: EarlyEmbedding | None = None) -> Segment:
-    """A new segment of `rows`; embedding (model load, Rust tokenizer), or waiting for the early
-    embedding, overlaps the BM25 count (numpy)."""
+    """A new segment of `rows`; embedding (model load, Rust tokenizer) overlaps the BM25 count (numpy)."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="knowcode-embed") as pool:
         vectors: Future[VectorStore] | None = (pool.submit(_embed, embedder, rows, reused, progress, early)
                                                if embedder is not None else None)
@@ -244,7 +243,7 @@ def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingPro
     :param rebuild_vectors: embed every chunk again (after a model change).
     :param progress: told of the search index update and of the chunks embedded (from the embedding thread).
     :param policy: when to append a segment, merge the deltas or build everything again.
-    :param early: chunk heads embedded while the run parsed (:func:`start_early_embedding`); a full
+    :param early: chunk heads the parser workers embedded (:func:`start_early_embedding`); a full
         build takes their vectors, an incremental one embeds its new chunks itself.
     :return: True when a new generation was recorded.
     :raises EmbeddingMismatchError: the previous vectors come from another model and
@@ -293,20 +292,24 @@ def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingPro
 
 def start_early_embedding(store: Store, store_dir: Path, embedder: EmbeddingProvider | None, *,
                           rebuild_vectors: bool = False) -> EarlyEmbedding | None:
-    """An early embedding of the chunk heads an indexing run is about to store, when the search-index
-    build will embed every chunk anyway: a store without a search index yet (its first run).
+    """Where the vectors of chunk heads the parser workers embed wait for the build, when the build
+    will embed every chunk anyway (a store without a search index yet: its first run, or
+    `rebuild_vectors`) and the provider is the static model (which a worker can load offline).
 
     :param store: the open store, before the indexing run.
-    :param store_dir: the store folder, where the early vectors wait for the build.
+    :param store_dir: the store folder, where the vectors wait.
     :param embedder: the dense provider, or None for BM25 only.
-    :param rebuild_vectors: every chunk is embedded again anyway (the early thread is worth it too).
-    :return: the running thread to hand each file's chunk rows to, or None when nothing is embedded early.
+    :param rebuild_vectors: every chunk is embedded again anyway.
+    :return: the receiver to give the indexing run (its `work` runs in the workers), or None.
     """
-    if embedder is None or (SEARCH_DIR_KEY in store.meta() and not rebuild_vectors):
+    from knowcode.retrieval.embeddings import StaticEmbeddingProvider
+
+    if not isinstance(embedder, StaticEmbeddingProvider) or (SEARCH_DIR_KEY in store.meta()
+                                                             and not rebuild_vectors):
         return None
     from knowcode.retrieval.early_embedding import EarlyEmbedding
 
-    return EarlyEmbedding(embedder, head_chars=DENSE_TEXT_CHARS, batch=EMBED_BATCH, spill_dir=store_dir)
+    return EarlyEmbedding(embedder, head_chars=DENSE_TEXT_CHARS, spill_dir=store_dir)
 
 
 def _write(store_dir: Path, generation: str, previous: Path | None, plan: _Plan, *, k1: float, b: float,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from knowcode.indexing import index_repository, indexer
-from knowcode.indexing.indexer import PARALLEL_MIN_BYTES, PARALLEL_MIN_FILES, _parallel
+from knowcode.indexing.indexer import PARALLEL_MIN_BYTES, PARALLEL_MIN_FILES, ChunkWork, _parallel
 from knowcode.indexing.scanner import ScannedFile
 from knowcode.storage import Store
 from knowcode.storage.store import ChunkRow
@@ -46,25 +46,29 @@ def _repo(root: Path, files: int) -> Path:
                              for i in range(files)})
 
 
-def test_chunks_are_handed_over_as_stored_when_workers_parse(tmp_path: Path) -> None:
+def test_chunk_work_runs_in_the_workers_and_comes_back_with_each_file(tmp_path: Path) -> None:
     repo = _repo(tmp_path / "repo", PARALLEL_MIN_FILES)
-    handed: list[ChunkRow] = []
+    received: list[tuple[tuple[ChunkRow, ...], object]] = []
     store = Store.open(tmp_path / "store")
     try:
-        index_repository(repo, store, max_file_bytes=1 << 20, workers=2, on_chunks=handed.extend)
+        work = ChunkWork(len, lambda rows, result: received.append((tuple(rows), result)))  # len pickles
+        index_repository(repo, store, max_file_bytes=1 << 20, workers=2, chunk_work=work)
         stored = store.connection.execute("SELECT * FROM chunks ORDER BY id").fetchall()
     finally:
         store.close()
-    assert sorted(handed) == [tuple(row) for row in stored]  # each stored chunk once, as stored
+    assert sorted(row for rows, _ in received for row in rows) == [tuple(row) for row in stored]
+    assert all(result == len(rows) for rows, result in received)  # each file's own rows, worked on
+    assert len(received) == PARALLEL_MIN_FILES
 
 
-def test_serial_parsing_hands_nothing_over(tmp_path: Path) -> None:
+def test_serial_parsing_does_no_chunk_work(tmp_path: Path) -> None:
     repo = _repo(tmp_path / "repo", PARALLEL_MIN_FILES)
-    handed: list[ChunkRow] = []
+    received: list[object] = []
     store = Store.open(tmp_path / "store")
     try:
-        index_repository(repo, store, max_file_bytes=1 << 20, workers=1, on_chunks=handed.extend)
+        work = ChunkWork(len, lambda rows, result: received.append(result))
+        index_repository(repo, store, max_file_bytes=1 << 20, workers=1, chunk_work=work)
         assert store.connection.execute("SELECT count(*) FROM chunks").fetchone()[0] > 0
     finally:
         store.close()
-    assert handed == []
+    assert received == []
