@@ -17,7 +17,7 @@ from knowcode.analysis.token_counter import TokenCounter, default_counter
 from knowcode.config import AppConfig, default_store_dir, load_config, rate_limit_path
 from knowcode.errors import StoreError, StoreLockedError
 from knowcode.indexing import IndexReport, index_repository, scan
-from knowcode.indexing.indexer import CONTENT_GENERATION_KEY, ChunkWork
+from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
 from knowcode.models import (
     Answer,
     CallTrace,
@@ -40,7 +40,6 @@ from knowcode.retrieval.search_index import (
     SEARCH_GENERATION_KEY,
     SearchIndex,
     load_search_index,
-    start_early_embedding,
     update_search_index,
 )
 from knowcode.storage import Store
@@ -224,23 +223,15 @@ class KnowCode:
         # holder committed (it may have made the schema, or indexed these very files).
         with writer_lock(self.store_dir, self.config.index_lock_timeout_seconds):
             store = Store.open(self.store_dir, mapped=False)
-            # A first run whose parser workers can embed chunk heads has them do it as they parse,
-            # instead of embedding after the commit with one core idle.
-            early = start_early_embedding(store, self.store_dir, self.embedder(),
-                                          rebuild_vectors=rebuild_vectors)
             try:
-                work = ChunkWork(early.work, early.receive) if early is not None else None
                 report = index_repository(self.root, store, max_file_bytes=self.config.max_file_bytes,
-                                          workers=self.config.parse_workers, progress=progress,
-                                          chunk_work=work)
+                                          workers=self.config.parse_workers, progress=progress)
                 update_search_index(store, self.store_dir, embedder=self.embedder(),
                                     k1=self.config.bm25_k1, b=self.config.bm25_b,
-                                    rebuild_vectors=rebuild_vectors, progress=progress, early=early)
+                                    rebuild_vectors=rebuild_vectors, progress=progress)
                 if self._backend is not None:
                     self._backend.sync(store, self.embedder())
             finally:
-                if early is not None:
-                    early.close()
                 store.close()
         self._fresh = True
         self._drop_orchestrator()  # the next query loads the new generation

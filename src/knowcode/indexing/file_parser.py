@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +30,6 @@ class ParsedFile:
     entities: tuple[EntityRow, ...]
     references: tuple[RelationshipRow, ...]
     chunks: tuple[ChunkRow, ...]
-    chunk_work: object = None  # what the run's chunk work returned for the chunks (None: no such work)
 
     @property
     def path(self) -> str:
@@ -62,14 +60,11 @@ def _plain_text(path: str, language: str, text: str, line_count: int, dotted: st
     return ParsedSource((module,), (), {module.id: paragraph_starts})
 
 
-def parse_file(root: Path, scanned: ScannedFile,
-               chunk_work: Callable[[Sequence[ChunkRow]], object] | None = None) -> ParsedFile | FileFailure:
+def parse_file(root: Path, scanned: ScannedFile) -> ParsedFile | FileFailure:
     """Read, hash, parse and chunk one file; never raises for a bad file.
 
     :param root: the repository root.
     :param scanned: the file as the scanner found it.
-    :param chunk_work: run on the file's chunk rows (e.g. embedding them in a worker); if it fails,
-        the file is still parsed, without its result.
     :return: the parsed file, or why it could not be parsed.
     """
     try:
@@ -94,11 +89,5 @@ def parse_file(root: Path, scanned: ScannedFile,
         chunks = chunk_file(scanned.path, text, parsed.entities, parsed.split_lines)
     except Exception as err:  # one bad file must never stop the run; it is reported instead
         return FileFailure(scanned.path, f"parser error: {type(err).__name__}: {err}")
-    rows = tuple(map(chunk_row, chunks))
-    extra = None
-    if chunk_work is not None:
-        try:
-            extra = chunk_work(rows)
-        except Exception:  # optional work: the caller does it itself when the result is missing
-            extra = None
-    return ParsedFile(record, tuple(map(entity_row, parsed.entities)), parsed.reference_rows, rows, extra)
+    return ParsedFile(record, tuple(map(entity_row, parsed.entities)),
+                      parsed.reference_rows, tuple(map(chunk_row, chunks)))

@@ -12,7 +12,7 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
@@ -31,7 +31,7 @@ from knowcode.indexing.scanner import ScannedFile, SkippedFile, scan
 from knowcode.indexing.tokenizer import TOKENIZER_VERSION
 from knowcode.models import EntityKind, FileRecord, RelationKind
 from knowcode.progress import Phase, ProgressCallback, no_progress
-from knowcode.storage.store import ChunkRow, EntityKey, EntityRow, RelationshipRow, Store
+from knowcode.storage.store import EntityKey, EntityRow, RelationshipRow, Store
 
 if TYPE_CHECKING:
     from knowcode.indexing.file_parser import FileFailure, ParsedFile
@@ -67,15 +67,6 @@ RESOLVE_BATCH = 20_000
 
 
 @dataclass(frozen=True)
-class ChunkWork:
-    """Work on each parsed file's chunk rows done in the parser workers, its result handed back to
-    this process as the file's rows are stored (only when the files are parsed in workers)."""
-
-    in_worker: Callable[[Sequence[ChunkRow]], object]  # picklable: it is sent to the workers
-    receive: Callable[[Sequence[ChunkRow], object], None]  # called here with the rows and that result
-
-
-@dataclass(frozen=True)
 class IndexReport:
     """What one indexing run did, file paths sorted."""
 
@@ -101,9 +92,8 @@ def _parallel(files: Sequence[ScannedFile], workers: int) -> bool:
     return workers > 1
 
 
-def _parse_all(root: Path, files: list[ScannedFile], workers: int, progress: ProgressCallback,
-               chunk_work: Callable[[Sequence[ChunkRow]], object] | None = None,
-               ) -> Iterator[ParsedFile | FileFailure]:
+def _parse_all(root: Path, files: list[ScannedFile], workers: int,
+               progress: ProgressCallback) -> Iterator[ParsedFile | FileFailure]:
     if not files:
         return
     # The parser stack (tree-sitter, every grammar, the chunker) loads only for a run that parses: a
@@ -121,10 +111,9 @@ def _parse_all(root: Path, files: list[ScannedFile], workers: int, progress: Pro
 
         # Workers re-import the caller's main module (as with any spawned process), so a script
         # without an `if __name__ == "__main__":` guard breaks the pool: finish serially then.
-        in_worker = partial(file_parser.parse_file, root, chunk_work=chunk_work) if chunk_work else task
         with worker_pool(workers, preload=[file_parser.__name__]) as executor:
             try:
-                for result in executor.map(in_worker, files, chunksize=PARSE_CHUNKSIZE):
+                for result in executor.map(task, files, chunksize=PARSE_CHUNKSIZE):
                     done += 1
                     progress(Phase.PARSE, done, len(files))
                     yield result
@@ -145,8 +134,7 @@ def _usable_cpus() -> int:
 
 
 def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: int = 0,
-                     progress: ProgressCallback = no_progress,
-                     chunk_work: ChunkWork | None = None) -> IndexReport:
+                     progress: ProgressCallback = no_progress) -> IndexReport:
     """Bring the store up to date with the files under root, in one transaction.
 
     Parsed files are written as they arrive from the workers, so storage overlaps parsing.
@@ -157,9 +145,6 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
     :param workers: parser processes; 0 means one per core once the files to parse reach
         PARALLEL_MIN_BYTES, else this process alone.
     :param progress: told of the scan, each parsed file and the linking of references.
-    :param chunk_work: work the parser workers do on each file's chunk rows (e.g. embedding them),
-        its result received here as the file's rows are stored; not done when the files are parsed
-        in this process (the caller does it later, as it would without).
     :return: what changed.
     """
     started = time.perf_counter()
@@ -194,8 +179,7 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
         references = _NewReferences()
         if to_parse:
             from knowcode.indexing.file_parser import FileFailure  # see _parse_all
-        for outcome in _parse_all(root, to_parse, workers, progress,
-                                  chunk_work.in_worker if chunk_work is not None else None):
+        for outcome in _parse_all(root, to_parse, workers, progress):
             path = outcome.path
             if path in old:
                 store.delete_files([path])
@@ -204,8 +188,6 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
                 changed_keys.update(old_keys.get(path, ()))
                 continue
             store.insert_rows([outcome.record], outcome.entities, outcome.chunks)
-            if chunk_work is not None and outcome.chunk_work is not None:
-                chunk_work.receive(outcome.chunks, outcome.chunk_work)
             references.write(store, outcome.references)
             content_changed = path not in old or old[path].content_hash != outcome.record.content_hash
             if content_changed:

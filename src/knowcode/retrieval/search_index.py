@@ -20,7 +20,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -42,9 +41,6 @@ from knowcode.retrieval.segments import (
 from knowcode.retrieval.sparse import Postings, SparseIndex
 from knowcode.storage.store import Store
 from knowcode.storage.vector_store import VectorStore
-
-if TYPE_CHECKING:
-    from knowcode.retrieval.early_embedding import EarlyEmbedding
 
 SEARCH_DIR_KEY = "search_dir"  # meta key: the folder holding the current search indexes
 SEARCH_GENERATION_KEY = "search_generation"  # meta key: the content generation they were built from
@@ -124,18 +120,13 @@ def _rows_of(store: Store, chunk_ids: Sequence[str]) -> _Rows:
 
 
 def _embed(provider: EmbeddingProvider, rows: _Rows, reused: dict[str, np.ndarray],
-           progress: ProgressCallback, early: EarlyEmbedding | None = None) -> VectorStore:
-    """The vectors of `rows`: embedded by the parser workers, or reused, where known; embedded (the
-    head of the text) where not."""
+           progress: ProgressCallback) -> VectorStore:
+    """The vectors of `rows`: reused where known, embedded (the head of the text) where not."""
     # Rows are written into the matrix as they come: a dict of every vector and then a copy of it
     # held twice the vectors at the peak.
     matrix = np.zeros((len(rows.ids), provider.dimension), dtype=np.float32)
-    filled = (early.fill({cid: row for row, cid in enumerate(rows.ids)}, matrix, batch=EMBED_BATCH)
-              if early is not None else set())
     missing: list[tuple[int, str]] = []
     for row, (cid, head) in enumerate(zip(rows.ids, rows.heads, strict=True)):
-        if row in filled:
-            continue
         known = reused.get(cid)
         if known is None:
             missing.append((row, head))
@@ -156,10 +147,10 @@ def _embed(provider: EmbeddingProvider, rows: _Rows, reused: dict[str, np.ndarra
 
 
 def _build_segment(rows: _Rows, embedder: EmbeddingProvider | None, reused: dict[str, np.ndarray],
-                   progress: ProgressCallback, early: EarlyEmbedding | None = None) -> Segment:
+                   progress: ProgressCallback) -> Segment:
     """A new segment of `rows`; embedding (model load, Rust tokenizer) overlaps the BM25 count (numpy)."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="knowcode-embed") as pool:
-        vectors: Future[VectorStore] | None = (pool.submit(_embed, embedder, rows, reused, progress, early)
+        vectors: Future[VectorStore] | None = (pool.submit(_embed, embedder, rows, reused, progress)
                                                if embedder is not None else None)
         postings = Postings.build(rows.tokens)
         return Segment(rows.ids, postings, vectors.result() if vectors is not None else None)
@@ -232,7 +223,7 @@ def _incremental(store: Store, previous: Path, manifest: Manifest, embedder: Emb
 def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingProvider | None,
                         k1: float, b: float, rebuild_vectors: bool = False,
                         progress: ProgressCallback = no_progress,
-                        policy: MergePolicy = DEFAULT_POLICY, early: EarlyEmbedding | None = None) -> bool:
+                        policy: MergePolicy = DEFAULT_POLICY) -> bool:
     """Bring the search indexes up to date with the store, at the cost of what changed.
 
     :param store: the open, up-to-date store.
@@ -243,8 +234,6 @@ def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingPro
     :param rebuild_vectors: embed every chunk again (after a model change).
     :param progress: told of the search index update and of the chunks embedded (from the embedding thread).
     :param policy: when to append a segment, merge the deltas or build everything again.
-    :param early: chunk heads the parser workers embedded (:func:`start_early_embedding`); a full
-        build takes their vectors, an incremental one embeds its new chunks itself.
     :return: True when a new generation was recorded.
     :raises EmbeddingMismatchError: the previous vectors come from another model and
         `rebuild_vectors` is not set.
@@ -277,7 +266,7 @@ def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingPro
             recorded = json.loads(meta.get(SEARCH_PARAMS_KEY) or "{}")
             reuse = recorded.get("dense_text_chars") == DENSE_TEXT_CHARS and not rebuild_vectors
             reused = _previous_vectors(previous, manifest, wanted, rows.ids) if reuse else {}
-            plan = _Plan((), _build_segment(rows, embedder, reused, progress, early) if rows.ids else None)
+            plan = _Plan((), _build_segment(rows, embedder, reused, progress) if rows.ids else None)
         folder = _write(store_dir, generation, previous, plan, k1=k1, b=b, embedder=embedder)
     with store.transaction():
         store.set_meta({SEARCH_DIR_KEY: folder.name, SEARCH_GENERATION_KEY: generation,
@@ -288,28 +277,6 @@ def update_search_index(store: Store, store_dir: Path, *, embedder: EmbeddingPro
     live = sum(e.rows - len(e.deleted) for e in plan.kept) + (len(plan.added.chunk_ids) if plan.added else 0)
     progress(Phase.SEARCH_INDEX, live, live)
     return True
-
-
-def start_early_embedding(store: Store, store_dir: Path, embedder: EmbeddingProvider | None, *,
-                          rebuild_vectors: bool = False) -> EarlyEmbedding | None:
-    """Where the vectors of chunk heads the parser workers embed wait for the build, when the build
-    will embed every chunk anyway (a store without a search index yet: its first run, or
-    `rebuild_vectors`) and the provider is the static model (which a worker can load offline).
-
-    :param store: the open store, before the indexing run.
-    :param store_dir: the store folder, where the vectors wait.
-    :param embedder: the dense provider, or None for BM25 only.
-    :param rebuild_vectors: every chunk is embedded again anyway.
-    :return: the receiver to give the indexing run (its `work` runs in the workers), or None.
-    """
-    from knowcode.retrieval.embeddings import StaticEmbeddingProvider
-
-    if not isinstance(embedder, StaticEmbeddingProvider) or (SEARCH_DIR_KEY in store.meta()
-                                                             and not rebuild_vectors):
-        return None
-    from knowcode.retrieval.early_embedding import EarlyEmbedding
-
-    return EarlyEmbedding(embedder, head_chars=DENSE_TEXT_CHARS, spill_dir=store_dir)
 
 
 def _write(store_dir: Path, generation: str, previous: Path | None, plan: _Plan, *, k1: float, b: float,
