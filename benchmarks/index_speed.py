@@ -9,6 +9,8 @@ parsing alone (no queries, chunks, resolution or storage), so the ratio shows wh
 
 Besides the entity graph and chunks (`cold`), it times the whole `knowcode index` (BM25 and vectors
 too) with the default static embedding model and with vectors off, to show what the dense leg costs.
+`--timeline TREE` times each phase of a whole cold `engine.index()` (wall, and CPU of the main process
+and of the parser workers), to show which phases run on one core.
 """
 
 from __future__ import annotations
@@ -429,6 +431,93 @@ def cpu_runs(folders: list[Path], trees: list[tuple[str, str]], repeats: int) ->
     return rows
 
 
+# The phases of one whole cold `engine.index()` in time: when each starts (the first progress call of
+# its kind), its wall time, and the CPU seconds spent in it by this process (every thread) and by its
+# child processes (the parser workers and their forkserver), sampled from /proc every 0.1 s.
+_TIMELINE = r"""
+import json, os, sys, threading, time
+from pathlib import Path
+STARTED = time.perf_counter()
+CLOCK = os.sysconf("SC_CLK_TCK")
+def cpu(pid):
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / CLOCK
+def descendants(pid):
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                children = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            found += children
+            todo += children
+    return found
+def main():
+    import knowcode
+    me = os.getpid()
+    samples, events, stop, seen = [], [], threading.Event(), {}
+    def sample():
+        while not stop.is_set():
+            for pid in descendants(me):
+                value = cpu(pid)
+                if value is not None:
+                    seen[pid] = max(seen.get(pid, 0.0), value)  # a worker's last sample stays counted
+            samples.append((time.perf_counter() - STARTED, cpu(me), sum(seen.values())))
+            time.sleep(0.1)
+    def progress(phase, done, total):
+        if not events or events[-1][0] != phase.name:
+            events.append([phase.name, time.perf_counter() - STARTED])
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    engine = knowcode.open(Path(sys.argv[1]), store=Path(sys.argv[2]), config=knowcode.AppConfig())
+    opened = time.perf_counter() - STARTED
+    engine.index(progress=progress)
+    ended = time.perf_counter() - STARTED
+    time.sleep(0.15)
+    stop.set()
+    sampler.join()
+    def at(moment):
+        return max((s for s in samples if s[0] <= moment), key=lambda s: s[0], default=(0.0, 0.0, 0.0))
+    # "start": importing knowcode and opening the engine (until opened_s), then the store, up to the scan
+    bounds = [("start", 0.0), *[(name, start) for name, start in events], ("end", ended)]
+    rows = []
+    for (name, start), (_, end) in zip(bounds, bounds[1:]):
+        first, last = at(start), at(end)
+        rows.append({"phase": name, "start_s": round(start, 2), "wall_s": round(end - start, 2),
+                     "main_process_cpu_s": round(last[1] - first[1], 2),
+                     "workers_cpu_s": round(last[2] - first[2], 2)})
+    print(json.dumps({"whole_s": round(ended, 2), "opened_s": round(opened, 2), "rows": rows}))
+if __name__ == "__main__":  # the parser pool re-imports this module
+    main()
+"""
+
+
+def timelines(folder: Path, trees: list[tuple[str, str]], repeats: int) -> dict[str, object]:
+    """The phase timeline of a whole cold `engine.index()` on one tree, for each code, interleaved;
+    the run of median whole time of each."""
+    runs: dict[str, list[dict[str, object]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "timeline.py"
+        script.write_text(_TIMELINE)
+        for i in range(repeats):
+            for label, python in trees:
+                out = subprocess.run([python, str(script), str(folder), f"{tmp}/{label}{i}"], check=True,
+                                     capture_output=True, text=True).stdout
+                runs.setdefault(label, []).append(json.loads(out.strip().splitlines()[-1]))
+                shutil.rmtree(f"{tmp}/{label}{i}", ignore_errors=True)
+                print(label, out.strip().splitlines()[-1], flush=True)
+    result: dict[str, object] = {"corpus": _name(folder), "repeats": repeats}
+    for label, measured in runs.items():
+        ordered = sorted(measured, key=lambda run: float(run["whole_s"]))  # type: ignore[arg-type]
+        result[label] = {"whole_s_all": [run["whole_s"] for run in measured], **ordered[len(ordered) // 2]}
+    return result
+
+
 def profile(folder: Path, top: int) -> list[dict[str, object]]:
     """The top of a cProfile of one cold `index_repository` run in one process (one parser, so the
     profile sees parsing and everything after it), by own time."""
@@ -469,6 +558,8 @@ def main() -> None:
     parser.add_argument("--dense-only", action="store_true",
                         help="--big runs with the default embedding model only (not also without vectors)")
     parser.add_argument("--profile", type=Path, help="a tree to profile one cold index_repository run on")
+    parser.add_argument("--timeline", type=Path,
+                        help="a tree to time each phase of a whole cold engine.index() on (wall and CPU)")
     parser.add_argument("--cpu", type=Path, nargs="*", default=[],
                         help="trees to measure the CPU seconds of a serial cold index_repository on")
     parser.add_argument("--check-content", type=Path, nargs="*", default=[],
@@ -484,7 +575,7 @@ def main() -> None:
     today = time.strftime("%Y-%m-%d")  # each section says when it was measured: a run may redo only some
     trees = _trees(args)
     if args.corpus or not (args.corpora or args.big or args.profile or args.check_content or args.cpu
-                           or args.check_search):
+                           or args.check_search or args.timeline):
         rows = [measure("stdlib-subset", None, args.repeats)]
         rows += [measure(_name(folder), folder, args.repeats) for folder in args.corpus]
         header = ("corpus", "files", "lines", "cold_seconds", "cold_lines_per_s", "cold_files_per_s",
@@ -506,6 +597,8 @@ def main() -> None:
                                      **command_runs(_name(folder), folder, trees, args.repeats, modes)})
                     for folder in args.big)
         results["command_runs"] = list(runs.values())
+    if args.timeline:
+        results["timeline"] = {"measured_at": today, **timelines(args.timeline, trees, args.repeats)}
     if args.cpu:
         results["cpu_runs"] = {"measured_at": today, "rows": cpu_runs(args.cpu, trees, args.repeats)}
     if args.check_content:
