@@ -284,7 +284,7 @@ def test_packing_counts_each_text_once_and_packs_as_counting_each_time_would(
     result = packed(once)
     assert result.truncation  # packed twice: the second pass under the note's reserve
     assert len(once.texts) == len(set(once.texts))
-    monkeypatch.setattr(packing, "_CountOnce", lambda counter: counter)  # count every time
+    monkeypatch.setattr(packing, "RecentCounts", lambda counter, **_: counter)  # count every time
     every = TallyCounter()
     assert packed(every) == result
     assert len(every.texts) > len(once.texts)
