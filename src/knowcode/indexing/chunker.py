@@ -36,10 +36,11 @@ class _Item:
 
 class _Chunker:
     def __init__(self, path: str, lines: Sequence[str], entities: Sequence[Entity],
-                 split_lines: dict[str, tuple[int, ...]]) -> None:
+                 split_lines: dict[str, tuple[int, ...]], lead_lines: dict[str, int]) -> None:
         self.path = path
         self.lines = lines
         self.split_lines = split_lines
+        self.lead_lines = lead_lines
         self.children: dict[str, list[Entity]] = {}
         for entity in entities:
             if entity.parent_id is not None:
@@ -73,15 +74,21 @@ class _Chunker:
                                  token_text(index_text)))
 
     def items(self, entity: Entity) -> list[_Item]:
-        """The entity's span as an ordered list of own-line runs and children."""
+        """The entity's span as an ordered list of own-line runs and children, each child that fits one
+        chunk with the comments that document it from their first line."""
         items: list[_Item] = []
         cursor = entity.start_line
         for child in sorted(self.children.get(entity.id, []), key=lambda e: e.start_line):
             if child.start_line < cursor:
                 continue  # overlapping spans (rare grammar quirks) are covered by the earlier item
-            if child.start_line > cursor:
-                items.append(_Item(cursor, child.start_line - 1, None))
-            items.append(_Item(child.start_line, min(child.end_line, entity.end_line), child))
+            lead = max(cursor, self.lead_lines.get(child.id, child.start_line))
+            if not self.fits(lead, child.end_line):
+                # Split, its documentation would be a chunk of its own under its name, answering
+                # for the entity without a line of its code (express's 40-line JSDoc examples).
+                lead = child.start_line
+            if lead > cursor:
+                items.append(_Item(cursor, lead - 1, None))
+            items.append(_Item(lead, min(child.end_line, entity.end_line), child))
             cursor = child.end_line + 1
         if cursor <= entity.end_line:
             items.append(_Item(cursor, entity.end_line, None))
@@ -143,17 +150,19 @@ class _Chunker:
             piece_start = piece_end + 1
 
 
-def chunk_file(path: str, text: str, entities: Sequence[Entity],
-               split_lines: dict[str, tuple[int, ...]]) -> list[Chunk]:
+def chunk_file(path: str, text: str, entities: Sequence[Entity], split_lines: dict[str, tuple[int, ...]],
+               lead_lines: dict[str, int]) -> list[Chunk]:
     """Chunk one parsed file; the first entity must be its module.
 
     :param path: root-relative path.
     :param text: the file's decoded text.
     :param entities: the file's entities, module first.
     :param split_lines: statement starts per entity id, where long runs may be cut.
+    :param lead_lines: per entity id, the first line of the comments above it that document it: they
+        go into its chunk, where its words are, rather than into the chunk of the lines before it.
     :return: chunks in line order.
     """
     lines = text.split("\n")  # the rows tree-sitter counts (splitlines() also splits on \f, \u2028, ...)
-    chunker = _Chunker(path, lines, entities, split_lines)
+    chunker = _Chunker(path, lines, entities, split_lines, lead_lines)
     chunker.chunk_entity(entities[0])
     return sorted(chunker.chunks, key=lambda c: c.start_line)

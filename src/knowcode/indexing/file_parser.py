@@ -57,7 +57,7 @@ def _plain_text(path: str, language: str, text: str, line_count: int, dotted: st
                     max(1, line_count), "", "", language)
     lines = text.split("\n")
     paragraph_starts = tuple(i + 1 for i in range(1, len(lines)) if not lines[i - 1].strip())
-    return ParsedSource((module,), (), {module.id: paragraph_starts})
+    return ParsedSource((module,), (), {module.id: paragraph_starts}, {})
 
 
 def parse_file(root: Path, scanned: ScannedFile) -> ParsedFile | FileFailure:
@@ -86,7 +86,7 @@ def parse_file(root: Path, scanned: ScannedFile) -> ParsedFile | FileFailure:
             parsed = _plain_text(scanned.path, scanned.language, text, line_count, scanned.module)
         else:
             parsed = parse_source(scanned.path, scanned.language, data, spec, scanned.module)
-        chunks = chunk_file(scanned.path, text, parsed.entities, parsed.split_lines)
+        chunks = chunk_file(scanned.path, text, parsed.entities, parsed.split_lines, parsed.lead_lines)
     except Exception as err:  # one bad file must never stop the run; it is reported instead
         return FileFailure(scanned.path, f"parser error: {type(err).__name__}: {err}")
     return ParsedFile(record, tuple(map(entity_row, parsed.entities)),

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from knowcode.indexing.chunker import TARGET_CHUNK_CHARS, TARGET_CHUNK_LINES, chunk_file
+from knowcode.indexing.languages.javascript import SPEC as JS_SPEC
 from knowcode.indexing.languages.python import SPEC
 from knowcode.indexing.parser import parse_source
 from knowcode.models import Chunk
@@ -14,7 +15,7 @@ from knowcode.models import Chunk
 def _chunks(path: str, text: str) -> tuple[list[Chunk], dict[str, str]]:
     parsed = parse_source(path, "python", text.encode(), SPEC)
     names = {e.id: e.qualified_name for e in parsed.entities}
-    return chunk_file(path, text, parsed.entities, parsed.split_lines), names
+    return chunk_file(path, text, parsed.entities, parsed.split_lines, parsed.lead_lines), names
 
 
 def _check_cover(text: str, chunks: list[Chunk]) -> None:
@@ -77,3 +78,36 @@ def test_any_source_is_covered_without_overlap(lines: list[str]) -> None:
     chunks, _ = _chunks("p.py", text)
     _check_cover(text, chunks)
     assert all(c.text.strip() for c in chunks)
+
+
+def _js_chunks(text: str) -> tuple[list[Chunk], dict[str, str]]:
+    parsed = parse_source("lib/r.js", "javascript", text.encode(), JS_SPEC)
+    names = {e.id: e.qualified_name for e in parsed.entities}
+    return chunk_file("lib/r.js", text, parsed.entities, parsed.split_lines, parsed.lead_lines), names
+
+
+def _documented(name: str, doc_lines: int, body_lines: int) -> str:
+    doc = "".join(f" * says what {name} does, line {i}.\n" for i in range(doc_lines))
+    body = "".join(f"  total = total + {i};\n" for i in range(body_lines))
+    return f"/**\n{doc} */\n\nres.{name} = function {name}(total) {{\n{body}  return total;\n}};\n\n"
+
+
+def test_a_definition_that_fits_with_its_documentation_takes_it_into_its_chunk() -> None:
+    # each documentation block follows a one-line helper, which is packed with the lines after it
+    helpers = [f"res.h{n} = function h{n}() {{ return {n}; }};\n\n" for n in range(3)]
+    text = "".join(h + _documented(f"m{n}", 6, 20) for n, h in enumerate(helpers))
+    chunks, names = _js_chunks(text)
+    _check_cover(text, chunks)
+    documented = {names[c.entity_id]: c for c in chunks if "says what" in c.text}
+    assert set(documented) == {"lib.r.res.m0", "lib.r.res.m1", "lib.r.res.m2"}
+    for n in range(3):
+        chunk = documented[f"lib.r.res.m{n}"]
+        assert f"says what m{n} does" in chunk.text and f"function m{n}(" in chunk.text
+
+
+def test_documentation_too_long_to_share_a_chunk_stays_with_the_lines_before() -> None:
+    text = "var res = {};\n\n" + _documented("big", 40, 30) + _documented("small", 2, 3)
+    chunks, names = _js_chunks(text)
+    _check_cover(text, chunks)
+    big = [c for c in chunks if names[c.entity_id] == "lib.r.res.big"]
+    assert big and all("says what big" not in c.text for c in big)  # no chunk of comments named `big`

@@ -97,3 +97,42 @@ def test_references() -> None:
 def test_shebang_and_extensions() -> None:
     assert "node" in SPEC.shebangs
     assert set(SPEC.extensions) == {".js", ".jsx", ".mjs", ".cjs"}
+
+
+LEADS = b'''/**
+ * @fileoverview Response helpers.
+ */
+
+/**
+ * Send a JSON body.
+ */
+
+res.json = function json(obj) {
+  return this.send(obj);
+};
+
+var limit = 10; // the default page size
+function page(n) {
+  return n * limit;
+}
+
+/* a plain block, then a blank line */
+
+function tail() {}
+'''
+
+
+def test_a_doc_block_one_blank_line_above_documents_the_definition() -> None:
+    parsed = parse_source("lib/response.js", "javascript", LEADS, SPEC)
+    by_name = by_qualified_name(parsed)
+    json = by_name["lib.response.res.json"]
+    assert json.docstring == "Send a JSON body."
+    assert parsed.lead_lines[json.id] == 5  # its own block, not the file's overview above it
+    assert by_name["lib.response.tail"].docstring == ""  # a plain comment a blank line above is no doc
+
+
+def test_a_comment_trailing_code_leaves_its_line_to_the_code() -> None:
+    parsed = parse_source("lib/response.js", "javascript", LEADS, SPEC)
+    page = by_qualified_name(parsed)["lib.response.page"]
+    assert page.docstring == "the default page size"
+    assert page.id not in parsed.lead_lines
