@@ -147,6 +147,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|\b(?:root cause|diagnosis)\b"
          r"|\bwhat(?:'s|\s+is|\s+went)\s+wrong\b", STRONG),
         (r"\b(?:still|even\s+(?:with|though|after|when|if)|although|despite|instead|rather than)\b", MEDIUM),
+        # an agent asked to find a cause: "investigate why the job took 6 hours", "track down the leak"
+        (r"\b(?:investigate|figure out why|work out why|track down|hunt down|find the (?:root )?cause"
+         r"|what(?:'s|\s+is)\s+causing)\b", STRONG),
         # a described symptom: the code does something it should not, or fails to do what it should
         (r"\b(?:is|are|was|were|gets?|got|being|arrives?|comes? (?:back|out)|ends? up|shows? up|turns? up)"
          r"\s+(?:silently\s+|always\s+|never\s+)?(?:ignored|skipped"
@@ -438,6 +441,16 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:talk|relate|interact|communicate|connect|depend)\w*\s+(?:to|with|on)\s+"
          r"(?:each other|one another)\b", MEDIUM),
         (r"\b(?:directory|directories|folders?)\b", WEAK),
+        # the repository judged as a whole: what kind of thing it is ("is this a library, a CLI, a server?"),
+        # which of its parts deserve attention ("which directories can I ignore"), or the repository as the
+        # one acting ("which services does this repo deploy", "does the project use X")
+        (rf"\b(?:is|are)\s+(?:this|it|these)\s+(?:\w+\s+)?(?:an?\s+)?(?:{_REPO_NOUN}|cli|server|daemon|plugin"
+         r"|tool|script|wrapper|fork|demo|prototype|template|boilerplate)s?\s*(?:,|\bor\b|\?|$)"
+         r"|\b(?:which|what)\s+(?:parts|modules|files|pieces|areas|components|packages|director(?:y|ies)"
+         r"|folders|bits|crates|services)\b[^?]{0,50}?\b(?:matter|important|essential|central|crucial|key"
+         r"|core|ignore|skip)\b"
+         r"|\b(?:does|do|did|can|will)\s+(?:this|the|our|your)\s+(?:repo|repository|codebase|code ?base"
+         r"|project|monorepo)\s+\w+", STRONG),
         (r"\blist\s+(?:all|the|of|every)\b|\b(?:how many|how big|how large|size of|how mature)\b", MEDIUM),
         (r"\b(?:main|key|core|major|top[- ]level|few|big|biggest|important|principal|primary)\s+"
          r"(?:modules|components|parts|pieces|packages|features|folders|crates|layers|services|apps|binaries"
