@@ -113,6 +113,12 @@ _FINITE_VERB = (r"(?=[^?]*?\b(?:i|we|it|they|my|our|is|are|was|were|isn't|aren't
 # What a whole-repository question names as its object: the repository, or the kind of thing it is.
 _REPO_NOUN = (r"(?:repo|repository|codebase|code ?base|project|monorepo|library|framework|application|app"
               r"|system|package|service|sdk|engine|toolkit|workspace)")
+# The repository itself as a question's subject ("the project", "this codebase"); not "the app" or "the
+# service", which also name one component of a repository.
+_REPO_SUBJECT = (r"(?:the|this|our|your)\s+(?:whole\s+|entire\s+)?(?:repo|repository|codebase|code ?base|project"
+                 r"|monorepo)\b")
+# "how" opening a question whose subject is not the repository itself
+_HOW_NOT_REPO = rf"\bhow\s+(?!(?:(?:is|are|was|were|does|do|did)\s+)?{_REPO_SUBJECT})"
 # A past participle, for passive questions ("how are the templates chosen"): a regular -ed form or a common
 # irregular one.
 _PARTICIPLE = (r"(?:[a-z]{3,}ed|chosen|built|written|run|made|kept|held|set|sent|drawn|done|given|known|shown"
@@ -230,7 +236,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\bwhere\b|\bsignature\b", WEAK),
     ),
     TaskType.EXPLAIN: (
-        (r"\bhow\s+(?:does|do|did|is|are|was|were)\b", STRONG),
+        # "how does/is X": not when X is the repository itself ("how is the project organised" asks about the
+        # whole repository, general's own cues)
+        (rf"{_HOW_NOT_REPO}(?:does|do|did|is|are|was|were)\b", STRONG),
         # who makes a decision in the code: "what decides whether the client is redirected"
         (r"\b(?:what|who|which \w+)\s+(?:decides|determines|controls|governs|chooses|picks|triggers)\b"
          r"|\bhow\s+(?:is\s+it|does\s+it)\s+(?:decided|determined|chosen)\b", STRONG),
@@ -248,9 +256,10 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\bwhat\s+(?:does|do)\b[^?]{0,60}\b(?:do|does|mean|change|control"
          r"|accomplish|buy|save|add|protect|prevent|guard|solve|achieve|represent)\b", MEDIUM),
         # ... or a passive mechanism: "how feature flags are evaluated", "how are the templates chosen"
-        (r"\bhow\s+(?:the|a|an|this|that|our|we|it|they)\b|\bhow\s+(?:\w+\s+){0,5}?works?\b"
-         rf"|\bhow\s+(?:(?:is|are|was|were)\s+(?:[\w-]+\s+){{1,4}}?|(?:do|does|did)\s+(?:[\w-]+\s+){{1,4}}?get\s+"
-         rf"|(?:[\w-]+\s+){{1,4}}?(?:is|are|was|were|gets?|got)\s+){_PARTICIPLE}", MEDIUM),
+        # (again not when the subject is the repository: "how this project is laid out")
+        (rf"{_HOW_NOT_REPO}(?:the|a|an|this|that|our|we|it|they)\b|\bhow\s+(?:\w+\s+){{0,5}}?works?\b"
+         rf"|{_HOW_NOT_REPO}(?:(?:is|are|was|were)\s+(?:[\w-]+\s+){{1,4}}?|(?:do|does|did)\s+(?:[\w-]+\s+){{1,4}}?"
+         rf"get\s+|(?:[\w-]+\s+){{1,4}}?(?:is|are|was|were|gets?|got)\s+){_PARTICIPLE}", MEDIUM),
         # how the code meets a failure, with nothing reported broken: "how does the parser recover after a
         # syntax error", "how are errors propagated to the caller"
         (r"\bhow\s+(?:does|do|is|are|will|would)\b[^?.]{0,60}?\b(?:handle[sd]?|deal(?:s|t)?\s+with|recover\w*"
