@@ -370,11 +370,12 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:two|multiple|several|many|concurrent|parallel)\s+(?:\w+\s+)?(?:workers?|threads?|processes"
          r"|requests?|clients?|users?|nodes?|instances?|goroutines?|tasks?|consumers?|writers?|callers?"
          r"|replicas?)\b|\b(?:simultaneous\w*|at the same time|in parallel)\b", MEDIUM),
-        (r"\b(?:dead (?:weight|code)|unused|redundant|unnecessary|overkill|worth it)\b", MEDIUM),
         # a yes/no question on whether the code enforces something: "does our JWT check the header?"
         (r"^\W*(?:does|do|is|are|will|would)\b[^?]{0,80}?\b(?:check|checks|validates?|verif(?:y|ies)"
          r"|enforces?|escapes?|saniti[sz]es?)\b", MEDIUM),
-        (r"\b(?:best practices?|style guide|conventions?|idiomatic|pep ?8|lint\w*)\b", MEDIUM),
+        # the vocabulary of code quality: waste ("dead code", "redundant") and norms ("idiomatic")
+        (r"\b(?:dead (?:weight|code)|unused|redundant|unnecessary|overkill|worth it|best practices?|style guide"
+         r"|conventions?|idiomatic|pep ?8|lint\w*)\b", MEDIUM),
         # a failure the asker fears rather than has seen: "are there calls that could hang indefinitely?"
         (r"\b(?:could|can|might|would|(?:is|are)\s+(?:\w+\s+){0,3}?going to)\s+(?:\w+\s+){0,2}?(?:hang"
          r"|deadlock|leak|overflow|race|loop forever|go wrong|be exploited|be abused|lose|corrupt|serve stale"
@@ -400,7 +401,11 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|wrong|fragile|brittle|sketchy|hacky|risky|fishy|suspicious)\b", MEDIUM),
         (r"\b(?:merg(?:e|ing)|approve|lgtm|sign[- ]off|what would you change|feedback|assess\w*|evaluate)\b"
          r"|\b(?:follows?|(?:covers?|handles?)\s+(?:every|all|each))\b", MEDIUM),
-        (r"^\W*(?:is|are|does|do|would|could|should)\s+(?:it|this|that|there|these|the|our|my)\b", MEDIUM),
+        (r"^\W*(?:is|are|does|do|should)\s+(?:it|this|that|there|these|the|our|my)\b", MEDIUM),
+        # a hypothetical opened by a modal ("could this migration lock the table", "will this regex blow up
+        # on long inputs", "would catching every exception hide errors"): a failure feared, not one reported
+        (r"^\W*(?:could|would|will|might)\s+(?!(?:it|this|that)\s+be\s+(?:possible|easy|hard|feasible)\b)"
+         r"(?:it|this|that|these|those|the|our|my|any\w*|\w+ing)\b", STRONG),
         (r"\b(?:improve\w*|refactor\w*|clean ?up|simplif\w+|design|suspicious)\b", WEAK),
     ),
     TaskType.GENERAL: (
