@@ -298,7 +298,7 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         # a request that opens with the change: "add a --json flag", "implement soft deletes"
         (r"^\W*(?:please\s+|let's\s+|(?:can|could|should|shall) (?:we|you|i)\s+)?(?:add|implement|support"
          r"|create|build|write|make|extend|give(?!\s+(?:me|us)\b)|introduce|allow|enable|expose|teach|wire"
-         r"|integrate|plug|swap|replace|switch|migrate|port|convert|instrument|put"
+         r"|integrate|plug|swap|replace|switch|migrate|port|convert"
          r"|let(?!'s|\s+(?:me|us)\s+(?:know|see|understand)))\b"
          r"|\bhelp\s+(?:me|us)\s+(?:to\s+)?(?:add|implement|support|build|write|create|make|extend)\b",
          STRONG),
@@ -477,7 +477,7 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|crates?|layers?|subsystems?|subprojects?|workspaces?|apps?|services|top[- ]level)\b"
          r"|\b(?:parts?|pieces|components|layers|building blocks)\s+of\s+(?:the|this|our|your)\s+"
          rf"(?:whole\s+)?{_REPO_NOUN}\b|\b(?:this|the)\s+(?:whole|entire)\s+(?:thing|{_REPO_NOUN})\b"
-         r"|\beverything\s+(?:in\s+)?here\b|\bthis\s+thing\b"
+         r"|\beverything\s+(?:in\s+)?here\b"
          r"|\bhow\s+(?:is|are)\s+(?:it|this|(?:the|our|this)\s+(?:code|code ?base|source|repo\w*|project"
          r"|files|monorepo|packages|modules|app\w*|system|library|framework))\s+(?:\w+\s+)?(?:split|divided"
          r"|arranged|grouped|put together|broken (?:up|down)|wired together|architected)\b"
