@@ -256,10 +256,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\bwhat\s+(?:does|do)\b[^?]{0,60}\b(?:do|does|mean|change|control"
          r"|accomplish|buy|save|add|protect|prevent|guard|solve|achieve|represent)\b", MEDIUM),
         # ... or a passive mechanism: "how feature flags are evaluated", "how are the templates chosen"
-        # (again not when the subject is the repository: "how this project is laid out")
-        (rf"{_HOW_NOT_REPO}(?:the|a|an|this|that|our|we|it|they)\b|\bhow\s+(?:\w+\s+){{0,5}}?works?\b"
-         rf"|{_HOW_NOT_REPO}(?:(?:is|are|was|were)\s+(?:[\w-]+\s+){{1,4}}?|(?:do|does|did)\s+(?:[\w-]+\s+){{1,4}}?"
-         rf"get\s+|(?:[\w-]+\s+){{1,4}}?(?:is|are|was|were|gets?|got)\s+){_PARTICIPLE}", MEDIUM),
+        (r"\bhow\s+(?:the|a|an|this|that|our|we|it|they)\b|\bhow\s+(?:\w+\s+){0,5}?works?\b"
+         rf"|\bhow\s+(?:(?:is|are|was|were)\s+(?:[\w-]+\s+){{1,4}}?|(?:do|does|did)\s+(?:[\w-]+\s+){{1,4}}?get\s+"
+         rf"|(?:[\w-]+\s+){{1,4}}?(?:is|are|was|were|gets?|got)\s+){_PARTICIPLE}", MEDIUM),
         # how the code meets a failure, with nothing reported broken: "how does the parser recover after a
         # syntax error", "how are errors propagated to the caller"
         (r"\bhow\s+(?:does|do|is|are|will|would)\b[^?.]{0,60}?\b(?:handle[sd]?|deal(?:s|t)?\s+with|recover\w*"
@@ -455,14 +454,10 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:talk|relate|interact|communicate|connect|depend)\w*\s+(?:to|with|on)\s+"
          r"(?:each other|one another)\b", MEDIUM),
         (r"\b(?:directory|directories|folders?)\b", WEAK),
-        # the repository judged as a whole: what kind of thing it is ("is this a library, a CLI, a server?"),
-        # which of its parts deserve attention ("which directories can I ignore"), or the repository as the
-        # one acting ("which services does this repo deploy", "does the project use X")
+        # the repository as a whole: what kind of thing it is ("is this a library, a CLI, a server?"), or the
+        # repository as the one acting ("which services does this repo deploy", "does the project use X")
         (rf"\b(?:is|are)\s+(?:this|it|these)\s+(?:\w+\s+)?(?:an?\s+)?(?:{_REPO_NOUN}|cli|server|daemon|plugin"
          r"|tool|script|wrapper|fork|demo|prototype|template|boilerplate)s?\s*(?:,|\bor\b|\?|$)"
-         r"|\b(?:which|what)\s+(?:parts|modules|files|pieces|areas|components|packages|director(?:y|ies)"
-         r"|folders|bits|crates|services)\b[^?]{0,50}?\b(?:matter|important|essential|central|crucial|key"
-         r"|core|ignore|skip)\b"
          r"|\b(?:does|do|did|can|will)\s+(?:this|the|our|your)\s+(?:repo|repository|codebase|code ?base"
          r"|project|monorepo)\s+\w+", STRONG),
         (r"\blist\s+(?:all|the|of|every)\b|\b(?:how many|how big|how large|size of|how mature)\b", MEDIUM),
