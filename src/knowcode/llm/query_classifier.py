@@ -115,8 +115,8 @@ _REPO_NOUN = (r"(?:repo|repository|codebase|code ?base|project|monorepo|library|
               r"|system|package|service|sdk|engine|toolkit|workspace)")
 # The repository itself as a question's subject ("the project", "this codebase"); not "the app" or "the
 # service", which also name one component of a repository.
-_REPO_SUBJECT = (r"(?:the|this|our|your)\s+(?:whole\s+|entire\s+)?(?:repo|repository|codebase|code ?base|project"
-                 r"|monorepo)\b")
+_REPO_SUBJECT = (r"(?:the|this|our|your)\s+(?:whole\s+|entire\s+)?(?:repo|repository|codebase|code ?base"
+                 r"|project|monorepo)\b")
 # "how" opening a question whose subject is not the repository itself
 _HOW_NOT_REPO = rf"\bhow\s+(?!(?:(?:is|are|was|were|does|do|did)\s+)?{_REPO_SUBJECT})"
 # A past participle, for passive questions ("how are the templates chosen"): a regular -ed form or a common
@@ -154,8 +154,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|\bwhat(?:'s|\s+is|\s+went)\s+wrong\b", STRONG),
         (r"\b(?:still|even\s+(?:with|though|after|when|if)|although|despite|instead|rather than)\b", MEDIUM),
         # an agent asked to find a cause: "investigate why the job took 6 hours", "track down the leak"
-        (r"\b(?:investigate|figure out why|work out why|track down|hunt down|find the (?:root )?cause"
-         r"|what(?:'s|\s+is)\s+causing)\b", STRONG),
+        # ("investigate how the cookie is signed" asks for a mechanism)
+        (r"\b(?:investigate(?!\s+(?:how|whether)\b)|figure out why|work out why|track down|hunt down"
+         r"|find the (?:root )?cause|what(?:'s|\s+is)\s+causing)\b", STRONG),
         # a described symptom: the code does something it should not, or fails to do what it should
         (r"\b(?:is|are|was|were|gets?|got|being|arrives?|comes? (?:back|out)|ends? up|shows? up|turns? up)"
          r"\s+(?:silently\s+|always\s+|never\s+)?(?:ignored|skipped"
@@ -373,8 +374,8 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"^\W*(?:does|do|is|are|will|would)\b[^?]{0,80}?\b(?:check|checks|validates?|verif(?:y|ies)"
          r"|enforces?|escapes?|saniti[sz]es?)\b", MEDIUM),
         # the vocabulary of code quality: waste ("dead code", "redundant") and norms ("idiomatic")
-        (r"\b(?:dead (?:weight|code)|unused|redundant|unnecessary|overkill|worth it|best practices?|style guide"
-         r"|conventions?|idiomatic|pep ?8|lint\w*)\b", MEDIUM),
+        (r"\b(?:dead (?:weight|code)|unused|redundant|unnecessary|overkill|worth it|best practices?"
+         r"|style guide|conventions?|idiomatic|pep ?8|lint\w*)\b", MEDIUM),
         # a failure the asker fears rather than has seen: "are there calls that could hang indefinitely?"
         (r"\b(?:could|can|might|would|(?:is|are)\s+(?:\w+\s+){0,3}?going to)\s+(?:\w+\s+){0,2}?(?:hang"
          r"|deadlock|leak|overflow|race|loop forever|go wrong|be exploited|be abused|lose|corrupt|serve stale"
