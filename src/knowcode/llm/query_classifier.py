@@ -113,6 +113,12 @@ _FINITE_VERB = (r"(?=[^?]*?\b(?:i|we|it|they|my|our|is|are|was|were|isn't|aren't
 # What a whole-repository question names as its object: the repository, or the kind of thing it is.
 _REPO_NOUN = (r"(?:repo|repository|codebase|code ?base|project|monorepo|library|framework|application|app"
               r"|system|package|service|sdk|engine|toolkit|workspace)")
+# The repository itself as a question's subject ("the project", "this codebase"); not "the app" or "the
+# service", which also name one component of a repository.
+_REPO_SUBJECT = (r"(?:the|this|our|your)\s+(?:whole\s+|entire\s+)?(?:repo|repository|codebase|code ?base"
+                 r"|project|monorepo)\b")
+# "how" opening a question whose subject is not the repository itself
+_HOW_NOT_REPO = rf"\bhow\s+(?!(?:(?:is|are|was|were|does|do|did)\s+)?{_REPO_SUBJECT})"
 # A past participle, for passive questions ("how are the templates chosen"): a regular -ed form or a common
 # irregular one.
 _PARTICIPLE = (r"(?:[a-z]{3,}ed|chosen|built|written|run|made|kept|held|set|sent|drawn|done|given|known|shown"
@@ -147,6 +153,10 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|\b(?:root cause|diagnosis)\b"
          r"|\bwhat(?:'s|\s+is|\s+went)\s+wrong\b", STRONG),
         (r"\b(?:still|even\s+(?:with|though|after|when|if)|although|despite|instead|rather than)\b", MEDIUM),
+        # an agent asked to find a cause: "investigate why the job took 6 hours", "track down the leak"
+        # ("investigate how the cookie is signed" asks for a mechanism)
+        (r"\b(?:investigate(?!\s+(?:how|whether)\b)|figure out why|work out why|track down|hunt down"
+         r"|find the (?:root )?cause|what(?:'s|\s+is)\s+causing)\b", STRONG),
         # a described symptom: the code does something it should not, or fails to do what it should
         (r"\b(?:is|are|was|were|gets?|got|being|arrives?|comes? (?:back|out)|ends? up|shows? up|turns? up)"
          r"\s+(?:silently\s+|always\s+|never\s+)?(?:ignored|skipped"
@@ -227,7 +237,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\bwhere\b|\bsignature\b", WEAK),
     ),
     TaskType.EXPLAIN: (
-        (r"\bhow\s+(?:does|do|did|is|are|was|were)\b", STRONG),
+        # "how does/is X": not when X is the repository itself ("how is the project organised" asks about the
+        # whole repository, general's own cues)
+        (rf"{_HOW_NOT_REPO}(?:does|do|did|is|are|was|were)\b", STRONG),
         # who makes a decision in the code: "what decides whether the client is redirected"
         (r"\b(?:what|who|which \w+)\s+(?:decides|determines|controls|governs|chooses|picks|triggers)\b"
          r"|\bhow\s+(?:is\s+it|does\s+it)\s+(?:decided|determined|chosen)\b", STRONG),
@@ -358,11 +370,12 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:two|multiple|several|many|concurrent|parallel)\s+(?:\w+\s+)?(?:workers?|threads?|processes"
          r"|requests?|clients?|users?|nodes?|instances?|goroutines?|tasks?|consumers?|writers?|callers?"
          r"|replicas?)\b|\b(?:simultaneous\w*|at the same time|in parallel)\b", MEDIUM),
-        (r"\b(?:dead (?:weight|code)|unused|redundant|unnecessary|overkill|worth it)\b", MEDIUM),
         # a yes/no question on whether the code enforces something: "does our JWT check the header?"
         (r"^\W*(?:does|do|is|are|will|would)\b[^?]{0,80}?\b(?:check|checks|validates?|verif(?:y|ies)"
          r"|enforces?|escapes?|saniti[sz]es?)\b", MEDIUM),
-        (r"\b(?:best practices?|style guide|conventions?|idiomatic|pep ?8|lint\w*)\b", MEDIUM),
+        # the vocabulary of code quality: waste ("dead code", "redundant") and norms ("idiomatic")
+        (r"\b(?:dead (?:weight|code)|unused|redundant|unnecessary|overkill|worth it|best practices?"
+         r"|style guide|conventions?|idiomatic|pep ?8|lint\w*)\b", MEDIUM),
         # a failure the asker fears rather than has seen: "are there calls that could hang indefinitely?"
         (r"\b(?:could|can|might|would|(?:is|are)\s+(?:\w+\s+){0,3}?going to)\s+(?:\w+\s+){0,2}?(?:hang"
          r"|deadlock|leak|overflow|race|loop forever|go wrong|be exploited|be abused|lose|corrupt|serve stale"
@@ -388,7 +401,11 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|wrong|fragile|brittle|sketchy|hacky|risky|fishy|suspicious)\b", MEDIUM),
         (r"\b(?:merg(?:e|ing)|approve|lgtm|sign[- ]off|what would you change|feedback|assess\w*|evaluate)\b"
          r"|\b(?:follows?|(?:covers?|handles?)\s+(?:every|all|each))\b", MEDIUM),
-        (r"^\W*(?:is|are|does|do|would|could|should)\s+(?:it|this|that|there|these|the|our|my)\b", MEDIUM),
+        (r"^\W*(?:is|are|does|do|should)\s+(?:it|this|that|there|these|the|our|my)\b", MEDIUM),
+        # a hypothetical opened by a modal ("could this migration lock the table", "will this regex blow up
+        # on long inputs", "would catching every exception hide errors"): a failure feared, not one reported
+        (r"^\W*(?:could|would|will|might)\s+(?!(?:it|this|that)\s+be\s+(?:possible|easy|hard|feasible)\b)"
+         r"(?:it|this|that|these|those|the|our|my|any\w*|\w+ing)\b", STRONG),
         (r"\b(?:improve\w*|refactor\w*|clean ?up|simplif\w+|design|suspicious)\b", WEAK),
     ),
     TaskType.GENERAL: (
@@ -438,6 +455,12 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:talk|relate|interact|communicate|connect|depend)\w*\s+(?:to|with|on)\s+"
          r"(?:each other|one another)\b", MEDIUM),
         (r"\b(?:directory|directories|folders?)\b", WEAK),
+        # the repository as a whole: what kind of thing it is ("is this a library, a CLI, a server?"), or the
+        # repository as the one acting ("which services does this repo deploy", "does the project use X")
+        (rf"\b(?:is|are)\s+(?:this|it|these)\s+(?:\w+\s+)?(?:an?\s+)?(?:{_REPO_NOUN}|cli|server|daemon|plugin"
+         r"|tool|script|wrapper|fork|demo|prototype|template|boilerplate)s?\s*(?:,|\bor\b|\?|$)"
+         r"|\b(?:does|do|did|can|will)\s+(?:this|the|our|your)\s+(?:repo|repository|codebase|code ?base"
+         r"|project|monorepo)\s+\w+", STRONG),
         (r"\blist\s+(?:all|the|of|every)\b|\b(?:how many|how big|how large|size of|how mature)\b", MEDIUM),
         (r"\b(?:main|key|core|major|top[- ]level|few|big|biggest|important|principal|primary)\s+"
          r"(?:modules|components|parts|pieces|packages|features|folders|crates|layers|services|apps|binaries"

@@ -21,7 +21,7 @@ TUNING_SET = DATA / "classifier_queries.jsonl"  # the first cues were adjusted w
 HOLDOUT_SET = DATA / "classifier_queries_holdout.jsonl"  # written after the first cues froze
 # issue 13: the new sets, each written in full before tuning, then split once (benchmarks/classifier_split.py)
 SOURCES = {name: DATA / f"classifier_queries_{name}.jsonl"
-           for name in ("v2", "v3", "v4", "v5", "v6", "v7", "v8")}
+           for name in ("v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9")}
 TUNING = [TUNING_SET, *(DATA / f"classifier_queries_{name}_tuning.jsonl" for name in SOURCES)]
 HELD_OUT = [HOLDOUT_SET, *(DATA / f"classifier_queries_{name}_holdout.jsonl" for name in SOURCES)]
 MIN_ACCURACY = 0.75  # issue 4, "Show it works": classifier accuracy on a labelled set
@@ -48,10 +48,18 @@ V6_MAIN_TYPES = (TaskType.GENERAL, TaskType.REVIEW, TaskType.EXPLAIN)
 # to issue 13's counts; v8 has 230, its smallest type (general) 22
 MIN_V8_QUERIES = 200
 MIN_V8_PER_TYPE = 20
+# the brief of the v9 round: a new author's set of at least 240 questions, many of them whole-repository
+# (general) and review questions; v9 has 259, 52 of each of those two, and 36 or more of every other type
+MIN_V9_QUERIES = 240
+MIN_V9_PER_TYPE = 30
+MIN_V9_WEAK_TYPE = 50
+V9_WEAK_TYPES = (TaskType.GENERAL, TaskType.REVIEW)
 # issue 13, "Show it works": held-out accuracy >= 0.85 and no type below 0.70 recall. Guarded on the large
 # held-out halves (v2: 263 questions, v4: 154, v5: 100); the small old held-out set (8 a type), the v3 half
-# (99), the v6 and v7 halves (50 and 41, which miss both goals: 0.78 and 0.80) and the v8 half (113: 0.91, but
-# general recall 6 of 11) are reported, not gated.
+# (99), the v6 and v7 halves (50 and 41, which miss both goals: 0.80 and 0.83 after the v9 round) and the v8
+# half (113: 0.92, but general recall 6 of 11) are reported, not gated. The v9 half (129) is gated too: its
+# untuned score (main's cues before the v9 round, on the set as finally reworded) was 0.876, every type's
+# recall 0.77 or more; after the round 0.884.
 MIN_HELDOUT_ACCURACY = 0.85
 MIN_HELDOUT_RECALL = 0.70
 
@@ -107,6 +115,14 @@ def test_the_v8_set_is_large_with_every_type_represented() -> None:
     assert all(counts[task] >= MIN_V8_PER_TYPE for task in TaskType), counts
 
 
+def test_the_v9_set_is_large_with_many_general_and_review_questions() -> None:
+    labelled = _load(SOURCES["v9"])
+    assert len(labelled) >= MIN_V9_QUERIES
+    counts = Counter(task for _, task in labelled)
+    assert all(counts[task] >= MIN_V9_PER_TYPE for task in TaskType), counts
+    assert all(counts[task] >= MIN_V9_WEAK_TYPE for task in V9_WEAK_TYPES), counts
+
+
 @pytest.mark.parametrize("name", sorted(SOURCES))
 def test_the_halves_are_exactly_the_seeded_split_of_their_source(name: str) -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -133,7 +149,7 @@ def test_accuracy_on_the_labelled_set() -> None:
     assert accuracy >= MIN_ACCURACY, f"accuracy {accuracy:.3f} ({correct}/{len(labelled)})"
 
 
-@pytest.mark.parametrize("name", ["v2", "v4", "v5"])
+@pytest.mark.parametrize("name", ["v2", "v4", "v5", "v9"])
 def test_held_out_accuracy_and_recall_of_every_type(name: str) -> None:
     labelled = _load(DATA / f"classifier_queries_{name}_holdout.jsonl")
     hits = Counter(task for query, task in labelled if classify(query).task_type is task)

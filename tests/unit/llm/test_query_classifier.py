@@ -286,6 +286,18 @@ CHANGE_PLANS = ["How would I give the CLI an `export` command that dumps a proje
 THIRD_PARTY = ["Which third-party packages does it pull in, and for what?"]
 V8_TABLES = (CODE_NAME_IN_A_QUESTION + SYMPTOM_INFLECTIONS + FEARED_LOSS + BEHAVIOUR_AND_REASON + CHANGE_PLANS
              + THIRD_PARTY)
+# The v9 round (another new author's set), from the v3 and v9 tuning halves: an agent asked to find a cause is
+# debugging, a modal yes/no question about the code fears a failure (review), the repository as a whole —
+# what kind of thing it is, or the one acting — is general, and "how is the project ..." is about the
+# repository, not one mechanism.
+FIND_THE_CAUSE = ["Investigate why the nightly job took 6 hours instead of 20 minutes."]
+FEARED_FAILURES = ["Would catching every exception in the middleware and turning it into a 500 hide errors "
+                   "that the framework is supposed to handle itself?",
+                   "Could this migration lock the users table for a long time in production?",
+                   "Will this regex blow up on long inputs (catastrophic backtracking)?"]
+THE_REPOSITORY_AS_A_WHOLE = ["Is this a library, a CLI, a server, or all three?",
+                             "Which services does this repo deploy and how are they packaged?"]
+V9_TABLES = FIND_THE_CAUSE + FEARED_FAILURES + THE_REPOSITORY_AS_A_WHOLE
 
 
 @pytest.mark.parametrize(("query", "task"), [
@@ -316,6 +328,41 @@ def test_the_v6_round_cues_from_the_v6_and_v7_tuning_halves(query: str, task: Ta
     *((query, TaskType.GENERAL) for query in THIRD_PARTY),
 ])
 def test_the_v8_round_cues_from_the_v8_tuning_half(query: str, task: TaskType) -> None:
+    assert classify(query).task_type is task
+
+
+@pytest.mark.parametrize(("query", "task"), [
+    *((query, TaskType.DEBUG) for query in FIND_THE_CAUSE),
+    *((query, TaskType.REVIEW) for query in FEARED_FAILURES),
+    *((query, TaskType.GENERAL) for query in THE_REPOSITORY_AS_A_WHOLE),
+])
+def test_the_v9_round_cues_from_the_v3_and_v9_tuning_halves(query: str, task: TaskType) -> None:
+    assert classify(query).task_type is task
+
+
+# "How is the project organised?" tied general and explain (5 each) and went to general only by the
+# tie-break order; the repository as the subject of "how is/does" no longer counts for explain, so general
+# wins outright.
+@pytest.mark.parametrize("query", ["How is the project organised?", "How is this project structured?"])
+def test_how_the_repository_is_organised_is_general_by_its_score(query: str) -> None:
+    result = classify(query)
+    assert result.task_type is TaskType.GENERAL
+    assert result.scores[TaskType.GENERAL] > result.scores[TaskType.EXPLAIN]
+
+
+# What the v9-round changes must keep (written for these tests): a modal that asks for a change or an
+# explanation is not a feared failure, a question about one component stays explain, a reported failure with
+# "could" in it stays debug, "is this a" about a piece of code (not the repository) is no general cue, and
+# "investigate how" asks for a mechanism, not a cause.
+@pytest.mark.parametrize(("query", "task"), [
+    ("Would it be possible to add a --json flag?", TaskType.EXTEND),
+    ("Could you explain how the router works?", TaskType.EXPLAIN),
+    ("Could this be why the upload fails?", TaskType.DEBUG),
+    ("How does the scheduler in this project pick the next job?", TaskType.EXPLAIN),
+    ("Is this a sensible abstraction or is it over-engineered?", TaskType.REVIEW),
+    ("investigate how the session cookie is signed", TaskType.EXPLAIN),
+])
+def test_the_v9_round_cues_stay_narrow(query: str, task: TaskType) -> None:
     assert classify(query).task_type is task
 
 
@@ -392,14 +439,15 @@ def _tuning_queries() -> set[str]:
                                                    "classifier_queries_v5_tuning.jsonl",
                                                    "classifier_queries_v6_tuning.jsonl",
                                                    "classifier_queries_v7_tuning.jsonl",
-                                                   "classifier_queries_v8_tuning.jsonl")
+                                                   "classifier_queries_v8_tuning.jsonl",
+                                                   "classifier_queries_v9_tuning.jsonl")
             for line in (data / name).read_text(encoding="utf-8").splitlines() if line.strip()}
 
 
 def test_the_cue_tables_come_from_the_tuning_halves_only() -> None:
     tables = (BARE_IDENTIFIERS + SYMPTOMS + ERROR_MESSAGES + WHY_ABOUT_BEHAVIOUR + EXTEND_REQUESTS
               + REVIEW_QUESTIONS + GENERAL_QUESTIONS + EXPLAIN_QUESTIONS + V4_TABLES + V5_TABLES + V6_TABLES
-              + V8_TABLES)
+              + V8_TABLES + V9_TABLES)
     assert set(tables) <= _tuning_queries()
 
 
