@@ -261,7 +261,9 @@ def parse_source(path: str, language: str, source: bytes, spec: LanguageSpec,
             kind = EntityKind.METHOD
         scope = parent.entity.qualified_name if parent and parent.entity else dotted
         if definition.receiver and owner is None:
-            scope = f"{dotted}.{definition.receiver}"
+            # named where it is written: `inst._zod.parse = ...` inside zod's `$ZodObject = ...(inst =>
+            # {...})` is `schemas.$ZodObject.inst._zod.parse`, the name that says which schema parses
+            scope = f"{scope}.{definition.receiver}"
         qualified = f"{scope}.{definition.name}"
         occurrence = occurrences.get(qualified, 0)
         occurrences[qualified] = occurrence + 1

@@ -136,3 +136,17 @@ def test_a_comment_trailing_code_leaves_its_line_to_the_code() -> None:
     page = by_qualified_name(parsed)["lib.response.page"]
     assert page.docstring == "the default page size"
     assert page.id not in parsed.lead_lines
+
+
+def test_a_method_assigned_inside_a_definition_is_named_under_it() -> None:
+    source = b'''export const $ZodObject = $constructor("$ZodObject", (inst, def) => {
+  inst._zod.parse = (payload, ctx) => {
+    return payload;
+  };
+});
+res.send = function send(body) {};
+'''
+    by_name = by_qualified_name(parse_source("core/schemas.js", "javascript", source, SPEC))
+    parse = by_name["core.schemas.$ZodObject.inst._zod.parse"]
+    assert parse.parent_id == by_name["core.schemas.$ZodObject"].id
+    assert "core.schemas.res.send" in by_name  # at module level, the receiver alone scopes it
