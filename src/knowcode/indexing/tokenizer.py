@@ -17,11 +17,13 @@ from itertools import chain
 import Stemmer
 
 # Bump when the output changes for any input: indexes built with another version are rebuilt.
-TOKENIZER_VERSION = 2
+TOKENIZER_VERSION = 3
 MIN_TOKEN_CHARS = 2  # single letters (loop variables, `x`) match everything and rank nothing
 MAX_TOKEN_CHARS = 64  # longer runs are hashes, base64 or minified noise
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*|\d+[A-Za-z_][A-Za-z0-9_]*")
-_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+# An acronym's plural (`URLs`, `IDs`) is one part, not `UR` + `Ls`: questions write "URLs" and code
+# `getURLs`, and both mean what `url` means.
+_PARTS = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 # English function words common in questions; code keywords stay (`return`, `class` carry meaning).
 STOP_WORDS = frozenset({
     "a", "an", "and", "are", "as", "at", "be", "by", "can", "could", "do", "does", "did", "for", "from",

@@ -26,3 +26,9 @@ def test_token_text_equals_joined_tokens(text: str) -> None:
 @given(st.text(alphabet=st.sampled_from("aZ_$9 .\n-xYzeTtHe"), max_size=80))
 def test_token_set_is_the_set_of_the_tokens(text: str) -> None:
     assert token_set(text) == set(tokenize(text))
+
+
+def test_an_acronym_plural_is_one_part() -> None:
+    assert tokenize("URLs") == tokenize("url") == ["url"]
+    assert tokenize("getURLs IDsForUser") == ["geturls", "get", "url", "idsforuser", "id", "user"]
+    assert tokenize("HTTPServer") == ["httpserver", "http", "server"]  # no plural: split as before
