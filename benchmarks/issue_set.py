@@ -31,7 +31,7 @@ from typing import Any
 from corpus_sets import log
 from issue_corpus import WorkTree, commit_time, find_git_dir
 from methods import MethodRun, QueryRecord, SearchFn, prepare, release, run_method, unavailable
-from set_scoring import function_ranks, recall, same_answer, score_issue
+from set_scoring import file_accuracy, function_ranks, recall, same_answer, score_issue
 
 import knowcode
 from knowcode import AppConfig, KnowCode
@@ -148,6 +148,7 @@ def issue_record(instance: Instance, hits: list[Any], hits_long: list[Any] | Non
     if hits_long is not None:
         metrics["same_at_long"] = float(same_answer(hits, hits_long))
         metrics["fn_recall50"] = recall(function_ranks(instance.targets, hits_long, LONG_LIMIT))
+        metrics["file_acc10_of50"] = file_accuracy(instance.file_targets, hits_long, CUTOFF)
     return QueryRecord(instance.instance_id, instance.repo, "issue", metrics, list(score.fn_ranks), hits,
                        hits_long, {"file_ranks": list(score.file_ranks)})
 

@@ -39,9 +39,9 @@ from typing import Any
 from baselines import bm25_chunks
 from corpus_sets import find_bench_dir, log
 from issue_corpus import WorkTree, commit_time, find_git_dir
-from issue_set import ISSUES_FILE, Instance, load_instances, select_instances, visiting_order
+from issue_set import ISSUES_FILE, LONG_LIMIT, Instance, load_instances, select_instances, visiting_order
 from methods import to_hit
-from set_scoring import mean_metrics, score_issue
+from set_scoring import file_accuracy, mean_metrics, score_issue
 
 import knowcode
 from knowcode import AppConfig
@@ -135,15 +135,18 @@ def score(instances: Sequence[Instance], snapshots: Path, variants: Mapping[str,
                                   config=variants.get(name, AppConfig()))
             reader = owner.reader()
             try:
+                # one answer of LONG_LIMIT hits: its first `limit` are the `limit`-hit answer (the
+                # search's fixed candidate pool; plain BM25 ranks by score alone)
                 if name == BASELINE:
-                    found = baseline(reader, instance.query, limit)
+                    found = baseline(reader, instance.query, LONG_LIMIT)
                     baseline.release(reader)
                 else:
-                    found = [to_hit(h) for h in reader.search(instance.query, limit=limit)]
+                    found = [to_hit(h) for h in reader.search(instance.query, limit=LONG_LIMIT)]
             finally:
                 reader.close()
                 owner.close()
             metrics = score_issue(instance.targets, instance.file_targets, found[:limit]).metrics()
+            metrics["file_acc10_of50"] = file_accuracy(instance.file_targets, found, CUTOFF)
             rows[name].append(metrics)
             per_method[name] = metrics
         reports.append({"instance": instance.instance_id, "repo": instance.repo, "metrics": per_method})

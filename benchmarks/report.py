@@ -28,6 +28,7 @@ QUESTION_METRICS = (("ndcg10", "NDCG@10"), ("recall10", "Recall@10"), ("mrr10", 
 ISSUE_METRICS = (("file_acc1", "file Acc@1"), ("file_acc5", "file Acc@5"), ("file_acc10", "file Acc@10"),
                  ("fn_recall10", "fn Recall@10"), ("fn_acc10", "fn Acc@10"), ("fn_ndcg10", "fn NDCG@10"),
                  ("fn_mrr10", "fn MRR@10"), ("fn_recall50", "fn Recall@50"),
+                 ("file_acc10_of50", "file Acc@10 of 50 hits"),
                  ("same_at_long", "top 10 of limit 50 = limit 10"),
                  ("non_code_share", "non-code share of hits"))
 SET_METRICS = {FILE_SET: FILE_METRICS, QUESTION_SET: QUESTION_METRICS, ISSUE_SET: ISSUE_METRICS}

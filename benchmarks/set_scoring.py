@@ -7,7 +7,10 @@ target found, 0 if none).
 
 Issue localization (bench/issues/README.md, "Scoring"), over the hits of one search:
 - file level: the distinct files of the hits in order of first appearance; Acc@k = every
-  `file_targets` path is among the first k files; Recall@k = the share that is;
+  `file_targets` path is among the first k files; Recall@k = the share that is. Ten hits hold ~5
+  distinct files, so Acc@10 of a 10-hit answer is nearly Acc@5; the README's "ask for 10 and for 50"
+  gives `file_acc10_of50`, Acc@10 over the first 10 files of the 50-hit answer (the file ranking the
+  issue's BM25 figure of 0.70 describes);
 - function level: a target's rank is the position of the first of the top 10 hits in the same file
   (exact path equality, repository-relative) that shares a line with it; Recall@10, Acc@10 (every
   target found), NDCG@10 (gain 1 at each found rank, a rank counted once even when it matches two
@@ -80,6 +83,12 @@ def file_ranks(file_targets: Sequence[str], hits: Sequence[Hit]) -> list[int | N
     return [order.get(path) for path in file_targets]
 
 
+def file_accuracy(file_targets: Sequence[str], hits: Sequence[Hit], k: int) -> float:
+    """1.0 when every target file is among the first k distinct files of the hits, else 0.0."""
+    ranks = file_ranks(file_targets, hits)
+    return float(bool(ranks) and all(r is not None and r <= k for r in ranks))
+
+
 def function_ranks(targets: Sequence[Target], hits: Sequence[Hit], k: int = CUTOFF) -> list[int | None]:
     """For each span target, the rank of the first top-k hit in the same file (exact path) sharing a line."""
     top = hits[:k]
@@ -118,7 +127,7 @@ def score_issue(targets: Sequence[Target], file_targets: Sequence[str], hits: Se
     top = hits[:k]
     franks = file_ranks(file_targets, top)
     fn = function_ranks(targets, top, k)
-    acc = {n: float(bool(franks) and all(r is not None and r <= n for r in franks)) for n in FILE_ACC_KS}
+    acc = {n: file_accuracy(file_targets, top, n) for n in FILE_ACC_KS}
     found = recall(fn)
     return IssueScore(acc, recall(franks), found,
                       float(bool(fn) and found == 1.0), ndcg_from_ranks(fn, len(targets), k),

@@ -39,6 +39,7 @@ def test_build_then_score_on_a_tiny_history(tmp_path: Path, capsys: pytest.Captu
     result = json.loads(out.read_text())
     assert result["reports"] == 2 and set(result["means"]) == {"bm25-chunks", "knowcode", "lexical"}
     assert result["means"]["knowcode"]["fn_recall10"] == 1.0  # each report on its own commit's code
+    assert result["means"]["knowcode"]["file_acc10_of50"] == 1.0
     tree = tmp_path / "stores" / "issues" / "o+pkg" / "tree"
     (tree / "pkg" / "parser.py").unlink()  # the tree moved on; the snapshots never read it
     issue_snapshots.main(["score", *common, "--out", str(out)])

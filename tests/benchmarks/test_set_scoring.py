@@ -7,6 +7,7 @@ import math
 import pytest
 import set_scoring
 from set_scoring import (
+    file_accuracy,
     function_ranks,
     is_non_code,
     macro_average,
@@ -36,6 +37,13 @@ def test_file_level_accuracy_counts_distinct_files_in_order() -> None:
     assert score.file_recall10 == 1.0
     only_first = score_issue([Target("a.py", 1, 1)], ["a.py"], hits)
     assert only_first.file_acc == {1: 1.0, 5: 1.0, 10: 1.0}
+
+
+def test_file_accuracy_over_a_longer_answer_counts_its_first_k_files() -> None:
+    hits = [Hit(f"{name}.py", 1, 2) for name in "abcdefghijkl"]  # twelve files
+    assert file_accuracy(["b.py", "j.py"], hits, 10) == 1.0
+    assert file_accuracy(["b.py", "k.py"], hits, 10) == 0.0  # k.py is the eleventh file
+    assert file_accuracy([], hits, 10) == 0.0
 
 
 def test_issue_paths_must_be_equal_not_suffixes() -> None:
