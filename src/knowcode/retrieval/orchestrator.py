@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
@@ -21,7 +21,12 @@ from knowcode.indexing.languages import is_document_language
 from knowcode.indexing.tokenizer import token_set, tokenize
 from knowcode.models import Chunk, Entity, HitSource, RetrievalMode, SearchHit
 from knowcode.retrieval.completeness import expand_dependencies, hit_for
-from knowcode.retrieval.embeddings import EmbeddingProvider, EmbeddingSpec, check_compatible
+from knowcode.retrieval.embeddings import (
+    EmbeddingProvider,
+    EmbeddingSpec,
+    check_compatible,
+    embeds_in_process,
+)
 from knowcode.retrieval.exact_query_engine import definition_chunks, exact_search, quoted_text
 from knowcode.retrieval.hybrid_index import (
     CANDIDATE_FACTOR,
@@ -38,6 +43,7 @@ from knowcode.retrieval.reranker import (
     RankingSignals,
     is_long_question,
     mentioned_symbols,
+    reads_tokens,
     rerank,
     wants_code_only,
 )
@@ -132,7 +138,10 @@ class RetrievalOrchestrator:
         self.cross_encoder = cross_encoder
         self.feedback = feedback
         self.title_repeats = title_repeats
-        self.hybrid = HybridIndex(self._sparse, self._dense, alpha=alpha)
+        # An embedding computed in process gains nothing from a thread (HybridIndex); a remote one's
+        # network wait overlaps the sparse leg and the rows read meanwhile.
+        self.hybrid = HybridIndex(self._sparse, self._dense, alpha=alpha,
+                                  parallel=not embeds_in_process(embedder))
 
     def close(self) -> None:
         """Release the hybrid index's threads."""
@@ -192,7 +201,8 @@ class RetrievalOrchestrator:
         # among the sparse leg's first 50 on the search-latency queries, so their rows are read now,
         # while the dense leg runs (when it is done, all rows are read at once after the fusion).
         tier = FIRST_TIER_LIMIT * self.top_k_multiplier
-        rows = self.store.chunks_with_owners(sparse_ids[:tier]) if dense_pending() else {}
+        rows = (self.store.chunks_with_owners(sparse_ids[:tier], tokens=reads_tokens(query))
+                if dense_pending() else {})
         return _Prepared(current, named, code_only, rows)
 
     def _fused(self, query: str, wanted: int, errors: list[str]) -> tuple[RetrievalMode, list[FusedCandidate],
@@ -248,10 +258,10 @@ class RetrievalOrchestrator:
 
     def _candidates(self, fused: Sequence[FusedCandidate], *, named: _Named | None,
                     exclude: Container[str] = (), read: Mapping[str, _Row] | None = None,
-                    ) -> list[tuple[Candidate, HitSource]]:
+                    tokens: bool = True) -> list[tuple[Candidate, HitSource]]:
         """The fused candidates with their chunks and entities; with `named`, plus the definitions of
         the symbols the query names (chunk ids in `exclude` are left out); rows already `read` are not
-        read again."""
+        read again; without `tokens`, the chunks' tokens are left empty (see reranker.reads_tokens)."""
         scores = {f.chunk_id: f for f in fused if f.chunk_id not in exclude}
         ids = list(scores)
         definitions = named.definitions if named is not None else ()
@@ -265,7 +275,8 @@ class RetrievalOrchestrator:
                     scores[chunk.id] = FusedCandidate(chunk.id, floor, None, None)
                     ids.append(chunk.id)
         read = read or {}
-        rows = {**read, **self.store.chunks_with_owners([cid for cid in ids if cid not in read])}
+        rows = {**read, **self.store.chunks_with_owners([cid for cid in ids if cid not in read],
+                                                        tokens=tokens)}
         found = []
         for chunk_id in ids:
             if chunk_id not in rows:
@@ -311,12 +322,14 @@ class RetrievalOrchestrator:
             # The first tier (the spec's pool for the default limit) is reranked on its own, so a
             # larger limit only appends: hits from deeper candidates never overtake it.
             tier = FIRST_TIER_LIMIT * self.top_k_multiplier
-            candidates = self._candidates(fused[:tier], named=prepared.named, read=prepared.rows)
+            tokens = reads_tokens(query)
+            candidates = self._candidates(fused[:tier], named=prepared.named, read=prepared.rows,
+                                          tokens=tokens)
             sources = {c.chunk.id: source for c, source in candidates}
             ranked = self._rerank(query, candidates, errors)
             hits = self._unique_hits(query, ranked, sources, limit_entities, [])
             if len(hits) < limit_entities and len(fused) > tier:
-                deeper = self._candidates(fused[tier:], named=None, exclude=sources)
+                deeper = self._candidates(fused[tier:], named=None, exclude=sources, tokens=tokens)
                 sources.update((c.chunk.id, source) for c, source in deeper)
                 more = self._rerank(query, deeper, errors)
                 ranked += more
@@ -341,30 +354,34 @@ class RetrievalOrchestrator:
         chunk is answered by its precise entity, looked up a window of candidates at a time."""
         seen = {hit.entity_id for hit in hits}
         window = max(PRECISE_WINDOW, 2 * limit)
+        if len(hits) >= limit:
+            return hits
         for start in range(0, len(ranked), window):
             for candidate, score in self._precise(query, ranked[start:start + window]):
-                if len(hits) >= limit:
-                    return hits
                 if candidate.entity.id in seen:
                     continue
                 seen.add(candidate.entity.id)
                 hits.append(hit_for(candidate.entity, [candidate.chunk], score, sources[candidate.chunk.id]))
+                if len(hits) >= limit:  # before the next candidate's precise entity is computed
+                    return hits
         return hits
 
     def _precise(self, query: str,
-                 ranked: Sequence[tuple[Candidate, float]]) -> list[tuple[Candidate, float]]:
+                 ranked: Sequence[tuple[Candidate, float]]) -> Iterator[tuple[Candidate, float]]:
         """Name the entity a chunk is about: a chunk that packs small members of its entity (a class's
         getters, a module's helpers) is answered by the member that matches more query words than the
-        entity's own lines and name do."""
+        entity's own lines and name do. The members of every candidate are read at once (one query);
+        each candidate's lines are matched only when the caller takes it (the hits are complete after
+        about half the window)."""
         members: dict[str, list[Entity]] = {}
         spans = [(c.entity.id, c.chunk.start_line, c.chunk.end_line) for c, _ in ranked]
         for member in self.store.members_within(spans) if spans else ():
             if member.parent_id is not None:
                 members.setdefault(member.parent_id, []).append(member)
         if not members:
-            return list(ranked)
+            yield from ranked
+            return
         words = frozenset(tokenize(query))
-        precise = []
         for candidate, score in ranked:
             chunk = candidate.chunk
             inside = [m for m in members.get(candidate.entity.id, ()) if _within(m, chunk)]
@@ -384,8 +401,7 @@ class RetrievalOrchestrator:
                         best, most = member, held
                 if best is not None:
                     candidate = replace(candidate, entity=best)
-            precise.append((candidate, score))
-        return precise
+            yield candidate, score
 
 
 def _within(entity: Entity, chunk: Chunk) -> bool:
