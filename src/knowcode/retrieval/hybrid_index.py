@@ -49,9 +49,8 @@ def reciprocal_rank_fusion(sparse_ids: Sequence[str], dense_ids: Sequence[str], 
     :return: candidates by descending score (ties: better sparse rank, then id).
     """
     sparse_rank = {c: rank for rank, c in enumerate(dedupe_by_best_rank(sparse_ids)) if c not in excluded}
-    sparse_weight = 1 - alpha
     # each sparse id once, so its score is its own term (0.0 + x is x, bit for bit)
-    scores = {c: sparse_weight / (RRF_K + rank + 1) for c, rank in sparse_rank.items()}
+    scores = {c: (1 - alpha) / (RRF_K + rank + 1) for c, rank in sparse_rank.items()}
     dense_rank: dict[str, int] = {}
     for rank, chunk_id in enumerate(dedupe_by_best_rank(dense_ids)):
         if chunk_id not in known or chunk_id in excluded:
