@@ -132,7 +132,14 @@ class RetrievalOrchestrator:
     def __init__(self, store: Store, index: SearchIndex, embedder: EmbeddingProvider | None, *,
                  alpha: float, top_k_multiplier: int, signals: RankingSignals,
                  cross_encoder: CrossEncoder | None = None,
-                 feedback: float = DEFAULT_FEEDBACK_WEIGHT, title_repeats: int = TITLE_REPEATS) -> None:
+                 feedback: float = DEFAULT_FEEDBACK_WEIGHT, title_repeats: int = TITLE_REPEATS,
+                 parallel_legs: bool | None = None) -> None:
+        """Answer from a store and its search index.
+
+        :param parallel_legs: run the dense leg on a thread of its own while the sparse leg runs; None:
+            only when the embedder is not the in-process static model (a remote one waits on the
+            network). Pass True when the legs themselves wait (a search backend's).
+        """
         self.store = store
         self.index = index
         self.embedder = embedder
@@ -144,8 +151,8 @@ class RetrievalOrchestrator:
         self.title_repeats = title_repeats
         # An embedding computed in process gains nothing from a thread (HybridIndex); a remote one's
         # network wait overlaps the sparse leg and the rows read meanwhile.
-        self.hybrid = HybridIndex(self._sparse, self._dense, alpha=alpha,
-                                  parallel=not embeds_in_process(embedder))
+        parallel = not embeds_in_process(embedder) if parallel_legs is None else parallel_legs
+        self.hybrid = HybridIndex(self._sparse, self._dense, alpha=alpha, parallel=parallel)
 
     def close(self) -> None:
         """Release the hybrid index's threads."""
