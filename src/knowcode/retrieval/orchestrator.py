@@ -206,7 +206,8 @@ class RetrievalOrchestrator:
                      dense_pending: Callable[[], bool]) -> _Prepared:
         """What ranking reads that the dense leg's ids do not change, read on the caller's thread while
         that leg (the query's embedding and the vector scan) runs; SQLite and numpy release the
-        interpreter lock, so both threads work."""
+        interpreter lock, so both threads work. With the legs on one thread this runs after both, the
+        dense leg is done, and the rows are left to :meth:`_candidates` (read once, after the fusion)."""
         current, named, code_only = self._index_is_current(), self._named(query), wants_code_only(query)
         # The dense leg weighs alpha (0.2) in the fusion: 40-50 of the first tier's 50 candidates are
         # among the sparse leg's first 50 on the search-latency queries, so their rows are read now,
