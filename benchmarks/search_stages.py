@@ -27,6 +27,13 @@ from search_latency import QUERIES
 
 import knowcode
 
+try:
+    from knowcode.retrieval.reranker import reads_tokens
+except ImportError:  # an install from before it: every candidate's tokens are read
+    def reads_tokens(query: str) -> bool:
+        """Every query reads the candidates' tokens."""
+        return True
+
 RESULTS = Path(__file__).parent / "results"
 PER_LEG = 150  # the legs' depth at the default limit: 10 x reranker_top_k_multiplier 5 x CANDIDATE_FACTOR 3
 POOL = 50  # the first tier's candidates: limit 10 x reranker_top_k_multiplier 5
@@ -37,6 +44,8 @@ def stages(corpus: Path, store: Path, repeats: int) -> dict[str, list[float]]:
     kc = knowcode.open(corpus, store=store)
     orchestrator: Any = kc.orchestrator()
     dense, sparse = orchestrator.index.dense, orchestrator.index.sparse
+    # legs on one thread (HybridIndex without a pool): no rows are read before the fusion, all after it
+    parallel = getattr(orchestrator.hybrid, "_pool", True) is not None
     times: dict[str, list[float]] = {}
 
     def timed(name: str, run: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -53,10 +62,11 @@ def stages(corpus: Path, store: Path, repeats: int) -> dict[str, list[float]]:
             dense_ids = [c for c, _ in timed("dense scan", dense.search, vector, PER_LEG)]
             sparse_ids = [c for c, _ in timed("sparse leg", sparse.search, query, PER_LEG)]
             prepared = timed("rows while dense (50)", orchestrator._while_dense, query, sparse_ids,
-                             lambda: True)
+                             lambda: parallel)
             fused = timed("fusion", orchestrator._tiered_fusion, sparse_ids, dense_ids, set(dense_ids), POOL)
+            tokens = {"tokens": False} if not reads_tokens(query) else {}
             candidates = timed("candidate objects", orchestrator._candidates, fused[:POOL],
-                               named=prepared.named, read=prepared.rows)
+                               named=prepared.named, read=prepared.rows, **tokens)
             ranked = timed("rerank", orchestrator._rerank, query, candidates, [])
             sources = {c.chunk.id: source for c, source in candidates}
             timed("precise entities, hits", orchestrator._unique_hits, query, ranked, sources, 10, [])

@@ -291,7 +291,8 @@ class KnowCode:
                 self._reader, index, self.embedder(),
                 alpha=config.hybrid_alpha, top_k_multiplier=config.reranker_top_k_multiplier,
                 signals=config.ranking, cross_encoder=self.cross_encoder(), feedback=config.query_feedback,
-                title_repeats=config.report_title_repeats)
+                title_repeats=config.report_title_repeats,
+                parallel_legs=True if self._backend is not None else None)  # its legs wait on the backend
         return self._orchestrator
 
     @property

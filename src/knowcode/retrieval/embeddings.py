@@ -183,6 +183,16 @@ class StaticEmbeddingProvider:
         return l2_normalize(raw)  # the model stores float16; normalise again in float32
 
 
+def embeds_in_process(provider: EmbeddingProvider | None) -> bool:
+    """Whether the provider computes its vectors in this process (the static model), not over a network:
+    then a query's embedding is CPU work that a thread of its own cannot overlap with much else.
+
+    :param provider: the dense provider, or None.
+    :return: True for the static model.
+    """
+    return isinstance(provider, StaticEmbeddingProvider)
+
+
 class _RemoteEmbeddingProvider:
     """Shared HTTP client, batching, retries and reply parsing of the remote providers."""
 

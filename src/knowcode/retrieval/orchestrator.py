@@ -13,7 +13,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Mapping, Sequence
+import math
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
@@ -21,7 +22,12 @@ from knowcode.indexing.languages import is_document_language
 from knowcode.indexing.tokenizer import token_set, tokenize
 from knowcode.models import Chunk, Entity, HitSource, RetrievalMode, SearchHit
 from knowcode.retrieval.completeness import expand_dependencies, hit_for
-from knowcode.retrieval.embeddings import EmbeddingProvider, EmbeddingSpec, check_compatible
+from knowcode.retrieval.embeddings import (
+    EmbeddingProvider,
+    EmbeddingSpec,
+    check_compatible,
+    embeds_in_process,
+)
 from knowcode.retrieval.exact_query_engine import definition_chunks, exact_search, quoted_text
 from knowcode.retrieval.hybrid_index import (
     CANDIDATE_FACTOR,
@@ -38,6 +44,7 @@ from knowcode.retrieval.reranker import (
     RankingSignals,
     is_long_question,
     mentioned_symbols,
+    reads_tokens,
     rerank,
     wants_code_only,
 )
@@ -54,9 +61,12 @@ MAX_LIMIT = 1000  # more entities than this is a dump, not a search
 # limit only appends deeper tiers, so the first k hits of any request are the k-hit answer (issue
 # #11: limit 10 and limit 50 differed on 119 of 120 queries when the whole pool grew with the limit).
 FIRST_TIER_LIMIT = 10
-# Candidates whose precise entity is looked up at once (one SQL query): enough for the default limit's
-# hits after de-duplication, far fewer than the 50 reranked.
-PRECISE_WINDOW = 20
+# Candidates whose members are read at once (one SQL query, ~10 us a candidate) for their precise
+# entities: the hits' limit and this many more, or 1.5 times the limit. On 360 queries (the latency
+# queries and chunk-text snippets) 10 hits took 10-14 candidates in 97% of searches, 50 hits 50-75
+# in 97%; past the window, the next window is read.
+PRECISE_WINDOW_EXTRA = 5
+PRECISE_WINDOW_FACTOR = 1.5
 
 
 def per_entity_token_budget(max_tokens: int, limit_entities: int) -> int:
@@ -122,7 +132,14 @@ class RetrievalOrchestrator:
     def __init__(self, store: Store, index: SearchIndex, embedder: EmbeddingProvider | None, *,
                  alpha: float, top_k_multiplier: int, signals: RankingSignals,
                  cross_encoder: CrossEncoder | None = None,
-                 feedback: float = DEFAULT_FEEDBACK_WEIGHT, title_repeats: int = TITLE_REPEATS) -> None:
+                 feedback: float = DEFAULT_FEEDBACK_WEIGHT, title_repeats: int = TITLE_REPEATS,
+                 parallel_legs: bool | None = None) -> None:
+        """Answer from a store and its search index.
+
+        :param parallel_legs: run the dense leg on a thread of its own while the sparse leg runs; None:
+            only when the embedder is not the in-process static model (a remote one waits on the
+            network). Pass True when the legs themselves wait (a search backend's).
+        """
         self.store = store
         self.index = index
         self.embedder = embedder
@@ -132,7 +149,10 @@ class RetrievalOrchestrator:
         self.cross_encoder = cross_encoder
         self.feedback = feedback
         self.title_repeats = title_repeats
-        self.hybrid = HybridIndex(self._sparse, self._dense, alpha=alpha)
+        # An embedding computed in process gains nothing from a thread (HybridIndex); a remote one's
+        # network wait overlaps the sparse leg and the rows read meanwhile.
+        parallel = not embeds_in_process(embedder) if parallel_legs is None else parallel_legs
+        self.hybrid = HybridIndex(self._sparse, self._dense, alpha=alpha, parallel=parallel)
 
     def close(self) -> None:
         """Release the hybrid index's threads."""
@@ -186,13 +206,15 @@ class RetrievalOrchestrator:
                      dense_pending: Callable[[], bool]) -> _Prepared:
         """What ranking reads that the dense leg's ids do not change, read on the caller's thread while
         that leg (the query's embedding and the vector scan) runs; SQLite and numpy release the
-        interpreter lock, so both threads work."""
+        interpreter lock, so both threads work. With the legs on one thread this runs after both, the
+        dense leg is done, and the rows are left to :meth:`_candidates` (read once, after the fusion)."""
         current, named, code_only = self._index_is_current(), self._named(query), wants_code_only(query)
         # The dense leg weighs alpha (0.2) in the fusion: 40-50 of the first tier's 50 candidates are
         # among the sparse leg's first 50 on the search-latency queries, so their rows are read now,
         # while the dense leg runs (when it is done, all rows are read at once after the fusion).
         tier = FIRST_TIER_LIMIT * self.top_k_multiplier
-        rows = self.store.chunks_with_owners(sparse_ids[:tier]) if dense_pending() else {}
+        rows = (self.store.chunks_with_owners(sparse_ids[:tier], tokens=reads_tokens(query))
+                if dense_pending() else {})
         return _Prepared(current, named, code_only, rows)
 
     def _fused(self, query: str, wanted: int, errors: list[str]) -> tuple[RetrievalMode, list[FusedCandidate],
@@ -248,10 +270,10 @@ class RetrievalOrchestrator:
 
     def _candidates(self, fused: Sequence[FusedCandidate], *, named: _Named | None,
                     exclude: Container[str] = (), read: Mapping[str, _Row] | None = None,
-                    ) -> list[tuple[Candidate, HitSource]]:
+                    tokens: bool = True) -> list[tuple[Candidate, HitSource]]:
         """The fused candidates with their chunks and entities; with `named`, plus the definitions of
         the symbols the query names (chunk ids in `exclude` are left out); rows already `read` are not
-        read again."""
+        read again; without `tokens`, the chunks' tokens are left empty (see reranker.reads_tokens)."""
         scores = {f.chunk_id: f for f in fused if f.chunk_id not in exclude}
         ids = list(scores)
         definitions = named.definitions if named is not None else ()
@@ -265,14 +287,16 @@ class RetrievalOrchestrator:
                     scores[chunk.id] = FusedCandidate(chunk.id, floor, None, None)
                     ids.append(chunk.id)
         read = read or {}
-        rows = {**read, **self.store.chunks_with_owners([cid for cid in ids if cid not in read])}
+        rows = {**read, **self.store.chunks_with_owners([cid for cid in ids if cid not in read],
+                                                        tokens=tokens)}
         found = []
         for chunk_id in ids:
             if chunk_id not in rows:
                 continue  # stale id from an index built before the last commit
             chunk, owner, mtime = rows[chunk_id]
-            entity = next((d for d in definitions if d.path == chunk.path
-                           and chunk.start_line <= d.start_line <= chunk.end_line), owner)
+            entity = owner if not definitions else next(
+                (d for d in definitions if d.path == chunk.path
+                 and chunk.start_line <= d.start_line <= chunk.end_line), owner)
             fused_candidate = scores[chunk_id]
             found_by = (fused_candidate.sparse_rank is not None, fused_candidate.dense_rank is not None)
             source = SOURCE_OF_LEGS[found_by]
@@ -311,12 +335,14 @@ class RetrievalOrchestrator:
             # The first tier (the spec's pool for the default limit) is reranked on its own, so a
             # larger limit only appends: hits from deeper candidates never overtake it.
             tier = FIRST_TIER_LIMIT * self.top_k_multiplier
-            candidates = self._candidates(fused[:tier], named=prepared.named, read=prepared.rows)
+            tokens = reads_tokens(query)
+            candidates = self._candidates(fused[:tier], named=prepared.named, read=prepared.rows,
+                                          tokens=tokens)
             sources = {c.chunk.id: source for c, source in candidates}
             ranked = self._rerank(query, candidates, errors)
             hits = self._unique_hits(query, ranked, sources, limit_entities, [])
             if len(hits) < limit_entities and len(fused) > tier:
-                deeper = self._candidates(fused[tier:], named=None, exclude=sources)
+                deeper = self._candidates(fused[tier:], named=None, exclude=sources, tokens=tokens)
                 sources.update((c.chunk.id, source) for c, source in deeper)
                 more = self._rerank(query, deeper, errors)
                 ranked += more
@@ -340,31 +366,35 @@ class RetrievalOrchestrator:
         """Append a hit for the best chunk of each entity not yet hit, up to `limit` hits in all; each
         chunk is answered by its precise entity, looked up a window of candidates at a time."""
         seen = {hit.entity_id for hit in hits}
-        window = max(PRECISE_WINDOW, 2 * limit)
+        window = max(limit + PRECISE_WINDOW_EXTRA, math.ceil(PRECISE_WINDOW_FACTOR * limit))
+        if len(hits) >= limit:
+            return hits
         for start in range(0, len(ranked), window):
             for candidate, score in self._precise(query, ranked[start:start + window]):
-                if len(hits) >= limit:
-                    return hits
                 if candidate.entity.id in seen:
                     continue
                 seen.add(candidate.entity.id)
                 hits.append(hit_for(candidate.entity, [candidate.chunk], score, sources[candidate.chunk.id]))
+                if len(hits) >= limit:  # before the next candidate's precise entity is computed
+                    return hits
         return hits
 
     def _precise(self, query: str,
-                 ranked: Sequence[tuple[Candidate, float]]) -> list[tuple[Candidate, float]]:
+                 ranked: Sequence[tuple[Candidate, float]]) -> Iterator[tuple[Candidate, float]]:
         """Name the entity a chunk is about: a chunk that packs small members of its entity (a class's
         getters, a module's helpers) is answered by the member that matches more query words than the
-        entity's own lines and name do."""
+        entity's own lines and name do. The members of every candidate are read at once (one query);
+        each candidate's lines are matched only when the caller takes it (the hits are complete after
+        about half the window)."""
         members: dict[str, list[Entity]] = {}
         spans = [(c.entity.id, c.chunk.start_line, c.chunk.end_line) for c, _ in ranked]
         for member in self.store.members_within(spans) if spans else ():
             if member.parent_id is not None:
                 members.setdefault(member.parent_id, []).append(member)
         if not members:
-            return list(ranked)
+            yield from ranked
+            return
         words = frozenset(tokenize(query))
-        precise = []
         for candidate, score in ranked:
             chunk = candidate.chunk
             inside = [m for m in members.get(candidate.entity.id, ()) if _within(m, chunk)]
@@ -384,8 +414,7 @@ class RetrievalOrchestrator:
                         best, most = member, held
                 if best is not None:
                     candidate = replace(candidate, entity=best)
-            precise.append((candidate, score))
-        return precise
+            yield candidate, score
 
 
 def _within(entity: Entity, chunk: Chunk) -> bool:

@@ -143,6 +143,12 @@ def is_long_question(query: str) -> bool:
     return facts.long_share == 1.0 and not facts.is_report
 
 
+def reads_tokens(query: str) -> bool:
+    """Whether signal scoring reads the candidates' tokens for the query (coverage, in long questions
+    only): when not, the caller need not fetch them (they are as long as the chunks' texts)."""
+    return bool(_Query.of(query).long_share)
+
+
 def mentioned_symbols(query: str) -> list[str]:
     """The code names a question mentions: the whole query if it is a symbol, else its code words."""
     stripped = query.strip()

@@ -26,6 +26,18 @@ def top_by_score(scores: npt.NDArray[np.floating], ids: Sequence[str], limit: in
         values = scores[candidates]
         cut = np.partition(values, len(values) - limit)[len(values) - limit]
         candidates = candidates[values >= cut]
-    rows = candidates.tolist()
-    ranked = sorted(zip((-scores[candidates]).tolist(), (ids[row] for row in rows), strict=True))
-    return [(cid, -negative) for negative, cid in ranked[:limit]]
+    # best first by numpy; then each run of equal scores in id order, as sorting (-score, id) pairs
+    # would give (it compared ~1,100 tuples for 150 rows: most of this function's time)
+    values = scores[candidates]
+    order = np.argsort(-values, kind="stable")
+    best_first = values[order]
+    ranked = best_first.tolist()
+    found = list(map(ids.__getitem__, candidates[order].tolist()))
+    if bool((best_first[1:] == best_first[:-1]).any()):  # ties are rare: most calls sort nothing here
+        start = 0
+        for end in range(1, len(ranked) + 1):
+            if end == len(ranked) or ranked[end] != ranked[start]:
+                if end - start > 1:
+                    found[start:end] = sorted(found[start:end])
+                start = end
+    return list(zip(found[:limit], ranked[:limit], strict=True))

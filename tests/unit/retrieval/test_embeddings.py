@@ -26,6 +26,7 @@ from knowcode.retrieval.embeddings import (
     VoyageEmbeddingProvider,
     check_compatible,
     create_embedding_provider,
+    embeds_in_process,
     l2_normalize,
 )
 from tests.unit.retrieval._local_server import LocalApi, Reply, serving
@@ -347,3 +348,10 @@ def test_missing_httpx_gives_install_command(monkeypatch: pytest.MonkeyPatch, ke
     monkeypatch.setitem(sys.modules, "httpx", None)
     with pytest.raises(ImportError, match=r"pip install 'knowcode\[remote\]'"):
         openai_at(FakeApi(url="http://127.0.0.1:1/v1")).embed(["x"])
+
+
+def test_only_the_static_model_embeds_in_process() -> None:
+    remote = OpenAICompatibleEmbeddingProvider(model="m", base_url="http://127.0.0.1:9", api_key_env=None)
+    assert embeds_in_process(StaticEmbeddingProvider())
+    assert not embeds_in_process(remote)
+    assert not embeds_in_process(None)

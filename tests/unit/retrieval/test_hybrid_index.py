@@ -117,3 +117,36 @@ def test_an_error_meanwhile_propagates_after_the_dense_leg_ends() -> None:
         index.legs_and("q", 3, meanwhile)
     assert finished == ["dense"]  # waited for: no leg left running behind the error
     index.close()
+
+
+def test_without_parallel_the_legs_run_on_the_callers_thread_one_after_the_other() -> None:
+    threads: list[tuple[str, int]] = []
+
+    def leg(name: str, ids: list[str]) -> object:
+        def run(query: str, limit: int) -> list[tuple[str, float]]:
+            threads.append((name, threading.get_ident()))
+            return [(cid, 1.0) for cid in ids]
+        return run
+
+    def meanwhile(sparse_ids: list[str], dense_pending: Callable[[], bool]) -> str:
+        threads.append(("meanwhile", threading.get_ident()))
+        assert not dense_pending()  # done already: the caller reads everything after the fusion
+        return "+".join(sparse_ids)
+
+    index = HybridIndex(leg("sparse", ["s1", "s2"]), leg("dense", ["d1"]), parallel=False)  # type: ignore[arg-type]
+    assert index.legs_and("q", 3, meanwhile) == (["s1", "s2"], ["d1"], "s1+s2")
+    assert threads == [(name, threading.get_ident()) for name in ("dense", "sparse", "meanwhile")]
+    index.close()
+
+
+def test_without_parallel_the_dense_legs_error_comes_first_as_in_parallel() -> None:
+    def broken(name: str) -> object:
+        def run(query: str, limit: int) -> list[tuple[str, float]]:
+            raise RuntimeError(f"{name} failed")
+        return run
+
+    for parallel in (True, False):
+        index = HybridIndex(broken("sparse"), broken("dense"), parallel=parallel)  # type: ignore[arg-type]
+        with pytest.raises(RuntimeError, match="dense failed"):
+            index.legs("q", 3)
+        index.close()

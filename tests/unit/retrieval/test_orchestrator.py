@@ -195,6 +195,23 @@ def test_normal_query_is_hybrid_with_the_static_embedder(sample_kc: KnowCode) ->
     assert result.candidates >= len(result.hits)
 
 
+def test_the_legs_on_one_thread_or_two_answer_alike(sample_kc: KnowCode) -> None:
+    # the static model runs both legs on the caller's thread; a thread for the dense leg ranks the same
+    store = Store.open(sample_kc.store_dir, create=False)
+    index = load_search_index(store, sample_kc.store_dir)
+    embedder = sample_kc.embedder()
+    answers = []
+    for parallel_legs in (None, True, False):
+        orchestrator = RetrievalOrchestrator(store, index, embedder, alpha=0.2, top_k_multiplier=5,
+                                             signals=RankingSignals(), parallel_legs=parallel_legs)
+        assert (orchestrator.hybrid._pool is not None) is bool(parallel_legs)  # None: the static model's
+        answers.append([orchestrator.retrieve(query, limit_entities=limit)
+                        for query in ("helper", "core helper call", "pkg.util.helper") for limit in (1, 5)])
+        orchestrator.close()
+    store.close()
+    assert answers[0] == answers[1] == answers[2]
+
+
 def test_a_current_index_resolves_dense_ids_without_looking_them_up(
         sample_kc: KnowCode, monkeypatch: pytest.MonkeyPatch) -> None:
     orchestrator = sample_kc.orchestrator()

@@ -16,6 +16,7 @@ from knowcode.retrieval.reranker import (
     Candidate,
     RankingSignals,
     is_symbol_query,
+    reads_tokens,
     rerank,
     score_signals,
     wants_code_only,
@@ -168,6 +169,19 @@ def test_coverage_rewards_the_chunk_holding_more_of_a_long_question() -> None:
         ("one", pytest.approx(3.0 ** (math.log(2) / total))), ("none", 1.0)]
     short = score_signals(SHORT, [none, one, both], replace(NEUTRAL, coverage=3.0), now=NOW)
     assert [s for _, s in short] == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("query", [SHORT, "Engine.run", "how are http cookies parsed", LONG, REPORT,
+                                   " ".join(f"word{n}" for n in range(9))])
+def test_the_tokens_are_read_exactly_when_reads_tokens_says(query: str) -> None:
+    # the orchestrator leaves a candidate's tokens empty when reads_tokens is false: ranking must not move
+    held = [_candidate(name="a", tokens="alpha beta word1 word2"),
+            _candidate(path="x.py", name="b", tokens="gamma"),
+            _candidate(path="y.py", name="c", tokens="alpha word3 word4 word5")]
+    blank = [replace(c, chunk=replace(c.chunk, tokens="")) for c in held]
+    with_tokens = [(c.entity.name, s) for c, s in score_signals(query, held, RankingSignals(), now=NOW)]
+    without = [(c.entity.name, s) for c, s in score_signals(query, blank, RankingSignals(), now=NOW)]
+    assert (with_tokens != without) is reads_tokens(query)
 
 
 @pytest.mark.parametrize(("query", "expected"), [

@@ -156,6 +156,10 @@ def test_chunks_with_owners_read_what_ranking_needs(tmp_path: Path) -> None:
     found, owner, mtime = rows["c1"]
     assert found == dataclasses.replace(chunk, index_text="")  # every field but the one ranking never reads
     assert (owner, mtime) == (MODULE, RECORD.mtime)
+    store = Store.open(tmp_path)
+    without = store.chunks_with_owners(["c1"], tokens=False)["c1"]  # when the ranking reads no tokens
+    store.close()
+    assert without == (dataclasses.replace(chunk, index_text="", tokens=""), MODULE, RECORD.mtime)
 
 
 def test_rows_round_trip_through_the_tables(tmp_path: Path) -> None:
