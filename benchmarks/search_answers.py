@@ -6,8 +6,8 @@ search_latency.py and snippets of the store's own chunk texts (every `--stride`-
 cut to windows of several lengths: short word queries, long questions, report-sized text, the chunk's
 first identifier as a symbol query), each asked at limits 10 and 50. Each answer is its mode, errors
 and every field of every hit, scores as repr'd floats. The script runs itself with PYTHONHASHSEED=0:
-a long question's coverage weights are summed over a set of words, whose order (so the sum's last
-bit) changes with the hash seed of each process.
+installs before 2026-12-02 summed a long question's coverage weights over a set of words, whose order
+(so the sum's last bit) changed with the hash seed of each process; `math.fsum` now makes it exact.
 
     python benchmarks/search_answers.py --corpus DIR --store DIR --out FILE [--stride 70]
 """

@@ -229,8 +229,10 @@ def _coverage(candidates: Sequence[Candidate], query: _Query) -> list[float]:
     held = [query.words.intersection(c.chunk.tokens.split()) for c in candidates]
     frequency = Counter(word for words in held for word in words)
     weight = {word: math.log(1 + len(candidates) / (1 + frequency[word])) for word in query.words}
-    total = sum(weight.values())
-    return [query.long_share * sum(weight[word] for word in words) / total for words in held]
+    # fsum: exact whatever the order, and a set's order changes with the hash seed (a plain sum
+    # changed the last digits of a long question's scores from one process to the next)
+    total = math.fsum(weight.values())
+    return [query.long_share * math.fsum(weight[word] for word in words) / total for words in held]
 
 
 def _phrases(query: str) -> tuple[tuple[str, ...], ...]:
