@@ -287,14 +287,13 @@ class _NewReferences:
             # deleted later, when their file comes in, lie below it).
             self.after_rowid = store.last_relationship_rowid()
         store.insert_relationship_rows(rows)
-        for row in rows:
-            if row[1] == _CONTAINS:
-                continue
-            self.wanted.update(target_lookup_names(row[2]))
-            self.sources.add(row[0])
-            self.count += 1
-            if row[1] == _IMPORTS and row[6]:
-                self.imports.append(row)
+        pending = [row for row in rows if row[1] != _CONTAINS]
+        # A file names the same callee many times (abseil: 105k references, 3.7 per distinct target
+        # and file): each distinct target's lookup names are worked out once.
+        self.wanted.update(*map(target_lookup_names, {row[2] for row in pending}))
+        self.sources.update(row[0] for row in pending)
+        self.count += len(pending)
+        self.imports.extend(row for row in pending if row[1] == _IMPORTS and row[6])
 
 
 def _resolve_changes(store: Store, new: _NewReferences, changed: set[EntityKey], replaced: set[str],
