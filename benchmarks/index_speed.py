@@ -10,7 +10,9 @@ parsing alone (no queries, chunks, resolution or storage), so the ratio shows wh
 Besides the entity graph and chunks (`cold`), it times the whole `knowcode index` (BM25 and vectors
 too) with the default static embedding model and with vectors off, to show what the dense leg costs.
 `--timeline TREE` times each phase of a whole cold `engine.index()` (wall, and CPU of the main process
-and of the parser workers), to show which phases run on one core.
+and of the parser workers), to show which phases run on one core. `--worker-cpu TREE ...` measures the
+CPU of the parser workers' job alone (`parse_file` on every file, no store), alternated with
+`--baseline-python`: the steadiest figure for a change to the parsers on a shared machine.
 """
 
 from __future__ import annotations
@@ -431,6 +433,51 @@ def cpu_runs(folders: list[Path], trees: list[tuple[str, str]], repeats: int) ->
     return rows
 
 
+# CPU seconds of the parser workers' own job: `parse_file` (read, parse, query, entities, references,
+# chunks, tokens) on every scanned file in one process, no store. The first files are parsed once
+# before the clock starts, so the grammars' query compiles (a fixed cost per worker) are left out.
+_WORKER_CPU = r"""
+import json, sys, time
+from pathlib import Path
+from knowcode.indexing.file_parser import parse_file
+from knowcode.indexing.scanner import scan
+root = Path(sys.argv[1])
+files = list(scan(root).files)
+for scanned in files[:WARM_FILES]:
+    parse_file(root, scanned)
+started = time.process_time()
+for scanned in files:
+    parse_file(root, scanned)
+print(json.dumps({"cpu_seconds": time.process_time() - started}))
+""".replace("WARM_FILES", "50")
+
+
+def worker_cpu_runs(folders: list[Path], trees: list[tuple[str, str]],
+                    repeats: int) -> list[dict[str, object]]:
+    """CPU seconds of `parse_file` over each folder's files for each code, alternated run by run; the
+    median and the minimum of each (on a shared machine the minimum is the least disturbed run)."""
+    rows = []
+    for folder in folders:
+        measured: dict[str, list[float]] = {}
+        for _ in range(repeats):
+            for label, python in trees:
+                out = subprocess.run([python, "-c", _WORKER_CPU, str(folder)], check=True,
+                                     capture_output=True, text=True).stdout
+                measured.setdefault(label, []).append(json.loads(out)["cpu_seconds"])
+        row: dict[str, object] = {"corpus": _name(folder), "repeats": repeats}
+        for label, values in measured.items():
+            row[f"{label}_median_s"] = round(statistics.median(values), 3)
+            row[f"{label}_min_s"] = round(min(values), 3)
+            row[f"{label}_all_s"] = [round(v, 3) for v in values]
+        if "baseline" in measured:
+            this, baseline = measured["this"], measured["baseline"]
+            row["median_ratio"] = round(statistics.median(this) / statistics.median(baseline), 3)
+            row["min_ratio"] = round(min(this) / min(baseline), 3)
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
 # The phases of one whole cold `engine.index()` in time: when each starts (the first progress call of
 # its kind), its wall time, and the CPU seconds spent in it by this process (every thread) and by its
 # child processes (the parser workers and their forkserver), sampled from /proc every 0.1 s.
@@ -562,6 +609,8 @@ def main() -> None:
                         help="a tree to time each phase of a whole cold engine.index() on (wall and CPU)")
     parser.add_argument("--cpu", type=Path, nargs="*", default=[],
                         help="trees to measure the CPU seconds of a serial cold index_repository on")
+    parser.add_argument("--worker-cpu", type=Path, nargs="*", default=[],
+                        help="trees to measure the CPU seconds of the parser workers' job (parse_file) on")
     parser.add_argument("--check-content", type=Path, nargs="*", default=[],
                         help="trees whose stored index must be identical for this tree and the baseline")
     parser.add_argument("--check-search", type=Path, nargs="*", default=[],
@@ -575,7 +624,7 @@ def main() -> None:
     today = time.strftime("%Y-%m-%d")  # each section says when it was measured: a run may redo only some
     trees = _trees(args)
     if args.corpus or not (args.corpora or args.big or args.profile or args.check_content or args.cpu
-                           or args.check_search or args.timeline):
+                           or args.check_search or args.timeline or args.worker_cpu):
         rows = [measure("stdlib-subset", None, args.repeats)]
         rows += [measure(_name(folder), folder, args.repeats) for folder in args.corpus]
         header = ("corpus", "files", "lines", "cold_seconds", "cold_lines_per_s", "cold_files_per_s",
@@ -601,6 +650,9 @@ def main() -> None:
         results["timeline"] = {"measured_at": today, **timelines(args.timeline, trees, args.repeats)}
     if args.cpu:
         results["cpu_runs"] = {"measured_at": today, "rows": cpu_runs(args.cpu, trees, args.repeats)}
+    if args.worker_cpu:
+        results["worker_cpu_runs"] = {"measured_at": today,
+                                      "rows": worker_cpu_runs(args.worker_cpu, trees, args.repeats)}
     if args.check_content:
         results["content_check"] = {"measured_at": today, "rows": content_check(args.check_content, trees)}
     if args.check_search:

@@ -287,14 +287,13 @@ class _NewReferences:
             # deleted later, when their file comes in, lie below it).
             self.after_rowid = store.last_relationship_rowid()
         store.insert_relationship_rows(rows)
-        for row in rows:
-            if row[1] == _CONTAINS:
-                continue
-            self.wanted.update(target_lookup_names(row[2]))
-            self.sources.add(row[0])
-            self.count += 1
-            if row[1] == _IMPORTS and row[6]:
-                self.imports.append(row)
+        pending = [row for row in rows if row[1] != _CONTAINS]
+        # A file names the same callee many times (abseil: 105k references, 3.7 per distinct target
+        # and file): each distinct target's lookup names are worked out once.
+        self.wanted.update(*map(target_lookup_names, {row[2] for row in pending}))
+        self.sources.update(row[0] for row in pending)
+        self.count += len(pending)
+        self.imports.extend(row for row in pending if row[1] == _IMPORTS and row[6])
 
 
 def _resolve_changes(store: Store, new: _NewReferences, changed: set[EntityKey], replaced: set[str],
@@ -325,9 +324,18 @@ def _resolve_changes(store: Store, new: _NewReferences, changed: set[EntityKey],
     after = new.after_rowid
     while after is not None and (batch := store.unresolved_references_after(after, RESOLVE_BATCH)):
         after = batch[-1][0]
-        targets = ((resolve_target(kind, target, source, path, table), rowid)
-                   for rowid, source, kind, target, path in batch)
-        store.set_relationship_targets([(target, rowid) for target, rowid in targets if target is not None])
+        # An entity names one target many times (abseil: 105k references, 54k distinct by kind,
+        # target, source and file; a batch holds whole runs of one file's rows): each is resolved
+        # once a batch. Resolution reads only the table, which stays as it is for the whole loop.
+        resolved: dict[tuple[RelationKind, str, str, str], str | None] = {}
+        targets: list[tuple[str, int]] = []
+        for rowid, source, kind, target, path in batch:
+            key = (kind, target, source, path)
+            found = resolved[key] if key in resolved else resolved.setdefault(
+                key, resolve_target(kind, target, source, path, table))
+            if found is not None:
+                targets.append((found, rowid))
+        store.set_relationship_targets(targets)
     store.replace_relationships(affected, resolve(affected, table))
     return new.count + len(pending_affected)
 

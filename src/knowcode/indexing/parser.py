@@ -41,6 +41,11 @@ _FILE_DOC_TAG = re.compile(rb"@(?:file|fileoverview|overview|module|license|pack
 _DOTTED_NAME = re.compile(r"^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$")
 _CONTAINS, _IMPORTS, _CALLS, _INHERITS = (kind.value for kind in (
     RelationKind.CONTAINS, RelationKind.IMPORTS, RelationKind.CALLS, RelationKind.INHERITS))
+# The capture names of the conventions (languages/base.py) looked up once per capture of a match,
+# instead of a prefix test and a split each: a cold run of abseil reads ~120k matches.
+_DEFINITION_PREFIX = "definition."
+_DEFINITION_KINDS = {f"{_DEFINITION_PREFIX}{kind.value}": kind for kind in EntityKind}
+_REFERENCE_KINDS = {f"reference.{kind}": kind for kind in ("import", "call", "inherits")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,19 +76,22 @@ def _compiled(spec: LanguageSpec) -> tuple[Parser, Query]:
     return Parser(language), Query(language, spec.query)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Definition:
     node: Node  # the outermost wrapper: gives the span and the leading comment
     core: Node  # the definition itself: gives the signature, docstring and body
     kind: EntityKind
     name: str
     receiver: str
+    start: int  # the wrapper's byte span, read once: nesting and enclosing compare them often
+    end: int
     parent: _Definition | None = None
     entity: Entity | None = None
 
 
 def _text(node: Node) -> str:
-    return node.text.decode("utf-8", "replace") if node.text is not None else ""
+    text = node.text  # a new bytes copy on every read
+    return text.decode("utf-8", "replace") if text is not None else ""
 
 
 def _end_line(node: Node) -> int:
@@ -93,8 +101,10 @@ def _end_line(node: Node) -> int:
 
 
 def _outermost(node: Node, spec: LanguageSpec) -> Node:
-    while node.parent is not None and node.parent.type in spec.wrapper_types:
-        node = node.parent
+    # Node.parent walks down from the root each time it is read (tree-sitter keeps no parent links)
+    parent = node.parent
+    while parent is not None and parent.type in spec.wrapper_types:
+        node, parent = parent, parent.parent
     return node
 
 
@@ -106,15 +116,23 @@ def _body(core: Node, spec: LanguageSpec) -> Node | None:
     return body
 
 
-def _signature(core: Node, spec: LanguageSpec) -> str:
-    body = _body(core, spec)
-    raw = core.text or b""
-    end = body.start_byte if body is not None else core.start_byte + len(raw.split(b"\n", 1)[0])
+def _signature(core: Node, body: Node | None, spec: LanguageSpec, source: bytes) -> str:
+    """The definition's header, up to its body (else its first line), whitespace collapsed.
+
+    The header is sliced from the source: the node's own text would copy its whole span (a
+    namespace's is most of its file) to keep its first line.
+    """
+    start, stop = core.start_byte, core.end_byte
+    if body is not None:
+        end = body.start_byte
+    else:
+        newline = source.find(b"\n", start, stop)
+        end = stop if newline < 0 else newline
     for child in core.children:  # a comment between the header and the body is not signature
         if child.type in spec.comment_types and child.start_byte < end:
             end = child.start_byte
             break
-    head = raw[: end - core.start_byte]
+    head = source[start:max(start, min(end, stop))]
     text = " ".join(head.decode("utf-8", "replace").split()).rstrip("{:=; ")
     return text[:MAX_SIGNATURE_CHARS]
 
@@ -135,9 +153,10 @@ def _leading_comments(definition: _Definition, spec: LanguageSpec) -> list[Node]
     style, unless it documents the file."""
     node = definition.node
     expected_row = node.start_point[0]
-    while node.prev_sibling is None and node.parent is not None:
-        node = node.parent  # first in a body (Ruby): the comment is the body's previous sibling
-    sibling = node.prev_sibling
+    sibling = node.prev_sibling  # read once: tree-sitter finds a node's siblings through its parent
+    while sibling is None and (parent := node.parent) is not None:
+        node = parent  # first in a body (Ruby): the comment is the body's previous sibling
+        sibling = node.prev_sibling
     while sibling is not None and sibling.type in _DECORATOR_TYPES:
         sibling = sibling.prev_sibling  # JS/TS member decorators sit between comment and method
     comments: list[Node] = []
@@ -180,33 +199,41 @@ def _docstring(definition: _Definition, spec: LanguageSpec, comments: list[Node]
     return _clean_comment("\n".join(map(_text, comments)))[:MAX_DOCSTRING_CHARS]
 
 
-def _statement_starts(core: Node, spec: LanguageSpec) -> tuple[int, ...]:
-    body = _body(core, spec) or core
-    while len(body.named_children) == 1 and body.named_children[0].named_children:
-        body = body.named_children[0]  # Go's block holds one statement_list, Swift's one statements
-    return tuple(sorted({child.start_point[0] + 1 for child in body.named_children}))
+def _statement_starts(body: Node) -> tuple[int, ...]:
+    children = body.named_children  # a new list of new nodes on every read
+    while len(children) == 1 and (inner := children[0].named_children):
+        children = inner  # Go's block holds one statement_list, Swift's one statements
+    return tuple(sorted({child.start_point[0] + 1 for child in children}))
 
 
 def _collect_definitions(matches: list[tuple[int, dict[str, list[Node]]]],
                          spec: LanguageSpec) -> list[_Definition]:
     seen: set[tuple[int, int]] = set()
     definitions: list[_Definition] = []
+    kinds = _DEFINITION_KINDS
     for _, captures in matches:
+        if "name" not in captures:
+            continue
         for capture, nodes in captures.items():
-            if not capture.startswith("definition.") or "name" not in captures:
+            kind = kinds.get(capture)
+            if kind is None:
+                if capture.startswith(_DEFINITION_PREFIX):  # a kind no EntityKind names: the query is wrong
+                    EntityKind(capture[len(_DEFINITION_PREFIX):])  # raises ValueError, naming it
                 continue
             core = nodes[0]
-            if (core.start_byte, core.end_byte) in seen:
+            span = (core.start_byte, core.end_byte)
+            if span in seen:
                 continue
-            seen.add((core.start_byte, core.end_byte))
+            seen.add(span)
             receiver = captures.get("receiver")
+            node = _outermost(core, spec)
             definitions.append(_Definition(
-                node=_outermost(core, spec), core=core, kind=EntityKind(capture.split(".", 1)[1]),
-                name=_text(captures["name"][0]), receiver=_text(receiver[0]) if receiver else ""))
-    definitions.sort(key=lambda d: (d.node.start_byte, -d.node.end_byte))
+                node=node, core=core, kind=kind, name=_text(captures["name"][0]),
+                receiver=_text(receiver[0]) if receiver else "", start=node.start_byte, end=node.end_byte))
+    definitions.sort(key=lambda d: (d.start, -d.end))
     stack: list[_Definition] = []
     for definition in definitions:
-        while stack and stack[-1].node.end_byte < definition.node.end_byte:
+        while stack and stack[-1].end < definition.end:
             stack.pop()
         definition.parent = stack[-1] if stack else None
         stack.append(definition)
@@ -244,7 +271,8 @@ def parse_source(path: str, language: str, source: bytes, spec: LanguageSpec,
                     end_line=max(1, line_count), signature="", docstring="", language=language)
     entities = [module]
     references: list[RelationshipRow] = []
-    split_lines: dict[str, tuple[int, ...]] = {module.id: _statement_starts(tree.root_node, spec)}
+    root = tree.root_node
+    split_lines: dict[str, tuple[int, ...]] = {module.id: _statement_starts(_body(root, spec) or root)}
     lead_lines: dict[str, int] = {}
     definitions = _collect_definitions(matches, spec)
     class_like = {d.name: d for d in definitions if d.kind.is_class_like}
@@ -269,17 +297,18 @@ def parse_source(path: str, language: str, source: bytes, spec: LanguageSpec,
         occurrences[qualified] = occurrence + 1
         parent_id = parent.entity.id if parent and parent.entity else module.id
         comments = _leading_comments(definition, spec)
+        body = _body(definition.core, spec)
         definition.entity = Entity(
             id=stable_id(path, qualified, str(occurrence)), path=path, kind=kind,
             name=definition.name, qualified_name=qualified, parent_id=parent_id,
             start_line=definition.node.start_point[0] + 1, end_line=_end_line(definition.node),
-            signature=_signature(definition.core, spec), docstring=_docstring(definition, spec, comments),
-            language=language)
+            signature=_signature(definition.core, body, spec, source),
+            docstring=_docstring(definition, spec, comments), language=language)
         entities.append(definition.entity)
         lead = _lead_line(comments)
         if lead is not None and lead < definition.entity.start_line and kind not in _SHAPE_KINDS:
             lead_lines[definition.entity.id] = lead
-        split_lines[definition.entity.id] = _statement_starts(definition.core, spec)
+        split_lines[definition.entity.id] = _statement_starts(body or definition.core)
         references.append((parent_id, _CONTAINS, qualified, definition.entity.id, path,
                            definition.entity.start_line, "", qualified.rpartition(".")[2]))
     entities.sort(key=lambda e: (e.start_line, -e.end_line))
@@ -291,7 +320,8 @@ def _enclosing(definitions: list[_Definition], starts: list[int], node: Node) ->
     """The innermost definition whose span holds the node (definitions are properly nested)."""
     index = bisect.bisect_right(starts, node.start_byte) - 1
     candidate = definitions[index] if index >= 0 else None
-    while candidate is not None and candidate.node.end_byte < node.end_byte:
+    end = node.end_byte
+    while candidate is not None and candidate.end < end:
         candidate = candidate.parent
     return candidate
 
@@ -327,17 +357,18 @@ def _unresolved(source_id: str, kind: str, target: str, path: str, line: int,
 
 def _references(matches: list[tuple[int, dict[str, list[Node]]]], definitions: list[_Definition],
                 module: Entity, spec: LanguageSpec, path: str, source: bytes) -> list[RelationshipRow]:
-    starts = [d.node.start_byte for d in definitions]
+    starts = [d.start for d in definitions]
     found: list[RelationshipRow] = []
+    kinds = _REFERENCE_KINDS
     for _, captures in matches:
         for capture, nodes in captures.items():
-            if not capture.startswith("reference."):
+            kind = kinds.get(capture)
+            if kind is None:  # not a reference, or a kind this parser does not read
                 continue
             site = nodes[0]
             owner = _enclosing(definitions, starts, site)
             source_id = owner.entity.id if owner and owner.entity else module.id
             line = site.start_point[0] + 1
-            kind = capture.split(".", 1)[1]
             if kind == "import" and "import.module" in captures:
                 target = _normalise_module(_span_text(captures["import.module"], source))
                 imported = captures.get("import.name")

@@ -20,7 +20,12 @@ import Stemmer
 TOKENIZER_VERSION = 3
 MIN_TOKEN_CHARS = 2  # single letters (loop variables, `x`) match everything and rank nothing
 MAX_TOKEN_CHARS = 64  # longer runs are hashes, base64 or minified noise
-_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*|\d+[A-Za-z_][A-Za-z0-9_]*")
+# An identifier ([A-Za-z_$][A-Za-z0-9_$]*) or a digit run glued to one (\d+[A-Za-z_][A-Za-z0-9_]*).
+# Written with one character class first, then a lookbehind choosing the branch (the two first-character
+# sets are disjoint, so it matches exactly what the plain alternation matches): `re` then skips every
+# character that cannot start a token in C instead of trying both branches there, which cut the scan
+# of abseil's chunks by ~25% (a test compares it with the alternation on random text).
+_IDENTIFIER = re.compile(r"[A-Za-z_$\d](?:(?<=[A-Za-z_$])[A-Za-z0-9_$]*|(?<=\d)\d*[A-Za-z_][A-Za-z0-9_]*)")
 # An acronym's plural (`URLs`, `IDs`) is one part, not `UR` + `Ls`: questions write "URLs" and code
 # `getURLs`, and both mean what `url` means.
 _PARTS = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
@@ -36,12 +41,26 @@ STOP_WORDS = frozenset({
 
 _local = threading.local()  # PyStemmer objects are not thread-safe: one per thread
 
+# Words whose stems are kept before the cache starts again (the stemmer's own cache holds 10,000; a
+# cold index of abseil stems ~20k distinct identifier parts).
+MAX_CACHED_STEMS = 1 << 16
 
-def _stem(word: str) -> str:
-    stemmer = getattr(_local, "stemmer", None)
-    if stemmer is None:
-        stemmer = _local.stemmer = Stemmer.Stemmer("english")
-    return str(stemmer.stemWord(word))
+
+class _Stems(dict[str, str]):
+    """Word -> its Snowball stem, filled on first lookup and emptied when full: a hit is one dict
+    lookup instead of a call that finds the thread's stemmer and asks its cache."""
+
+    def __missing__(self, word: str) -> str:
+        stemmer = getattr(_local, "stemmer", None)
+        if stemmer is None:
+            stemmer = _local.stemmer = Stemmer.Stemmer("english")
+        if len(self) >= MAX_CACHED_STEMS:
+            self.clear()
+        stem = self[word] = str(stemmer.stemWord(word))
+        return stem
+
+
+_STEMS = _Stems()  # shared by a process's threads: the stemmer is per thread, the dict's stores atomic
 
 
 def _keep(token: str) -> bool:
@@ -51,11 +70,11 @@ def _keep(token: str) -> bool:
 @lru_cache(maxsize=1 << 16)
 def _identifier_tokens(identifier: str) -> tuple[str, ...]:
     whole = identifier.strip("_$").lower()
-    parts = [p.lower() for p in _PARTS.findall(identifier)]
+    parts = _PARTS.findall(identifier)
     if len(parts) <= 1:
-        return (_stem(whole),) if _keep(whole) else ()
+        return (_STEMS[whole],) if _keep(whole) else ()
     tokens = [whole] if _keep(whole) else []
-    tokens.extend(_stem(part) for part in parts if _keep(part))
+    tokens.extend(_STEMS[part] for part in map(str.lower, parts) if _keep(part))
     return tuple(tokens)
 
 
@@ -77,9 +96,29 @@ def token_set(text: str) -> set[str]:
     return set(chain.from_iterable(map(_identifier_tokens, set(_IDENTIFIER.findall(text)))))
 
 
-@lru_cache(maxsize=1 << 16)
-def _identifier_text(identifier: str) -> str:
-    return " ".join(_identifier_tokens(identifier))
+# Identifiers whose joined tokens are kept before the cache starts again: the size of the tokens'
+# own lru_cache, which a large repository's distinct identifiers (abseil: 47k) stay within.
+MAX_CACHED_TEXTS = 1 << 16
+
+
+class _IdentifierTexts(dict[str, str]):
+    """Identifier -> its tokens, space-joined, filled on first lookup and emptied when full.
+
+    A dict rather than an lru_cache: ``map(texts.__getitem__, ...)`` costs a hash lookup per
+    identifier, an lru_cache call ~4x as much, and a cold index looks up every identifier of every
+    chunk (1.2M on abseil). Emptying it at the bound changes no output, only what is recomputed.
+    """
+
+    def __missing__(self, identifier: str) -> str:
+        if len(self) >= MAX_CACHED_TEXTS:
+            self.clear()
+        text = self[identifier] = " ".join(_identifier_tokens(identifier))
+        return text
+
+
+# Shared by the threads of a process: a dict's lookups and stores are atomic, and two threads that
+# miss on one identifier at once store the same text.
+_IDENTIFIER_TEXTS = _IdentifierTexts()
 
 
 def token_text(text: str) -> str:
@@ -89,4 +128,4 @@ def token_text(text: str) -> str:
     :param text: a chunk's index text.
     :return: its tokens, space-joined.
     """
-    return " ".join(filter(None, map(_identifier_text, _IDENTIFIER.findall(text))))
+    return " ".join(filter(None, map(_IDENTIFIER_TEXTS.__getitem__, _IDENTIFIER.findall(text))))

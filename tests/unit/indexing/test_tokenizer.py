@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from knowcode.indexing import tokenizer
 from knowcode.indexing.tokenizer import token_set, token_text, tokenize
 
 
@@ -32,3 +36,31 @@ def test_an_acronym_plural_is_one_part() -> None:
     assert tokenize("URLs") == tokenize("url") == ["url"]
     assert tokenize("getURLs IDsForUser") == ["geturls", "get", "url", "idsforuser", "id", "user"]
     assert tokenize("HTTPServer") == ["httpserver", "http", "server"]  # no plural: split as before
+
+
+# The identifier pattern as first written: the plain alternation the faster pattern must match exactly.
+_ALTERNATION = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*|\d+[A-Za-z_][A-Za-z0-9_]*")
+
+
+@given(st.text(alphabet=st.sampled_from("aZ_$09 .\n-(xY\u0660\u0967\uff11\u00e9\u4e2d\u212a"), max_size=80))
+def test_identifier_pattern_matches_as_the_plain_alternation(text: str) -> None:
+    # Arabic-Indic, Devanagari and fullwidth digits are `\d` to `re`, never a letter of an identifier
+    assert tokenizer._IDENTIFIER.findall(text) == _ALTERNATION.findall(text)
+
+
+def test_identifier_pattern_on_digit_runs() -> None:
+    text = "12abc 3 x9 \u0661\u0662_q 0x1F $el 9$ a$b"
+    assert tokenizer._IDENTIFIER.findall(text) == _ALTERNATION.findall(text) == [
+        "12abc", "x9", "\u0661\u0662_q", "0x1F", "$el", "$", "a$b"]
+
+
+def test_token_text_unchanged_when_the_caches_empty(monkeypatch: pytest.MonkeyPatch) -> None:
+    code = "parseHTTPResponses load_config loadConfig parseHTTPResponses the Config"
+    expected = token_text(code)
+    monkeypatch.setattr(tokenizer, "MAX_CACHED_TEXTS", 2)
+    monkeypatch.setattr(tokenizer, "MAX_CACHED_STEMS", 2)
+    tokenizer._IDENTIFIER_TEXTS.clear()
+    tokenizer._STEMS.clear()
+    tokenizer._identifier_tokens.cache_clear()  # so that every part is stemmed again
+    assert token_text(code) == expected
+    assert len(tokenizer._IDENTIFIER_TEXTS) <= 2 and len(tokenizer._STEMS) <= 2
