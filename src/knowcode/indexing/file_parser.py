@@ -9,7 +9,7 @@ from pathlib import Path
 
 from knowcode.indexing.chunker import chunk_file
 from knowcode.indexing.entity_ids import module_name, stable_id
-from knowcode.indexing.languages import spec_for
+from knowcode.indexing.languages import header_language, spec_for
 from knowcode.indexing.parser import ParsedSource, parse_source
 from knowcode.indexing.scanner import BINARY_SNIFF_BYTES, ScannedFile
 from knowcode.models import Entity, EntityKind, FileRecord
@@ -80,14 +80,14 @@ def parse_file(root: Path, scanned: ScannedFile) -> ParsedFile | FileFailure:
     except UnicodeDecodeError as err:
         return FileFailure(scanned.path, f"not valid UTF-8 (byte {err.start})")
     line_count = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-    record = FileRecord(scanned.path, scanned.language, content_hash(data), len(data), scanned.mtime,
-                        line_count)
-    spec = spec_for(scanned.language)
+    language = header_language(scanned.language, scanned.path, text)
+    record = FileRecord(scanned.path, language, content_hash(data), len(data), scanned.mtime, line_count)
+    spec = spec_for(language)
     try:
         if spec is None:
-            parsed = _plain_text(scanned.path, scanned.language, text, line_count, scanned.module)
+            parsed = _plain_text(scanned.path, language, text, line_count, scanned.module)
         else:
-            parsed = parse_source(scanned.path, scanned.language, data, spec, scanned.module)
+            parsed = parse_source(scanned.path, language, data, spec, scanned.module)
         chunks = chunk_file(scanned.path, text, parsed.entities, parsed.split_lines, parsed.lead_lines)
     except Exception as err:  # one bad file must never stop the run; it is reported instead
         return FileFailure(scanned.path, f"parser error: {type(err).__name__}: {err}")

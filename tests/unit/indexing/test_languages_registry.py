@@ -6,7 +6,14 @@ import pickle
 
 import pytest
 
-from knowcode.indexing.languages import GRAMMARS, TEXT_EXTENSIONS, TEXT_FILENAMES, detect_language, spec_for
+from knowcode.indexing.languages import (
+    GRAMMARS,
+    TEXT_EXTENSIONS,
+    TEXT_FILENAMES,
+    detect_language,
+    header_language,
+    spec_for,
+)
 from knowcode.indexing.languages.base import Grammar
 
 
@@ -144,3 +151,16 @@ def test_every_grammar_loads_its_wheel_on_first_call() -> None:
 def test_a_grammar_pickles_for_the_parse_workers() -> None:
     grammar = Grammar("tree_sitter_typescript", "language_tsx")
     assert pickle.loads(pickle.dumps(grammar)) == grammar
+
+
+@pytest.mark.parametrize(("text", "language"), [
+    ("namespace absl {\nint f();\n}  // namespace absl\n", "cpp"),
+    ("template <typename T>\nT id(T x);\n", "cpp"),
+    ("class Span : public Base {\n public:\n  int n;\n};\n", "cpp"),
+    ("#include <vector>\nint g(void);\n", "cpp"),
+    ("struct point { int x, y; };\nint area(const struct point *p);\n", "c"),  # structs are C too
+    ("#define MAX(a, b) ((a) > (b) ? (a) : (b))\nint std_max(int a, int b);\n", "c"),
+])
+def test_a_header_is_cpp_when_its_text_is(text: str, language: str) -> None:
+    assert header_language("c", "lib/x.h", text) == language
+    assert header_language("c", "lib/x.c", text) == "c"  # only headers are ambiguous

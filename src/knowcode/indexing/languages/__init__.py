@@ -1,11 +1,13 @@
 """Language registry: which spec parses a file, detected by extension, file name or shebang.
 
-Public: :func:`spec_for`, :func:`detect_language`, :func:`is_document_language`, :data:`GRAMMARS`.
+Public: :func:`spec_for`, :func:`detect_language`, :func:`header_language`, :func:`is_document_language`,
+:data:`GRAMMARS`.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 from pathlib import PurePosixPath
 
 from knowcode.indexing.languages.base import LanguageSpec
@@ -88,3 +90,27 @@ def detect_language(path: str, first_line: str = "") -> str | None:
         stripped = interpreter.rstrip("0123456789.")
         return _BY_INTERPRETER.get(interpreter) or _BY_INTERPRETER.get(stripped)
     return None
+
+
+# What only C++ writes, after GitHub linguist's heuristics for `.h`: a template or namespace, an access
+# label, `std::`, a class with a base or body, a C++ standard header. abseil's 386 headers are C++,
+# and the C grammar took twice as long over them (1.74 against 0.78 s) to find fewer entities.
+_CPP_HEADER = re.compile(
+    r"^[ \t]*(?:template[ \t]*<|namespace(?:[ \t]+\w+)?[ \t]*\{|(?:public|protected|private)[ \t]*:(?!:)"
+    r"|class[ \t]+\w+[ \t]*(?:final\b|:[^:]|\{)|using[ \t]+namespace\b"
+    r"|#[ \t]*include[ \t]*<(?:cstd\w*|string|vector|map|set|memory|utility|algorithm|iostream|type_traits"
+    r"|functional|array|optional|tuple)>)|\bstd::\w", re.MULTILINE)
+_HEADER_SNIFF_CHARS = 64 * 1024  # a header shows its C++ early; a 1 MiB file is not scanned whole
+
+
+def header_language(language: str, path: str, text: str) -> str:
+    """The language to parse a file as: a `.h` file named C is C++ when its text is.
+
+    :param language: the language :func:`detect_language` gave.
+    :param path: root-relative path.
+    :param text: the file's text.
+    :return: ``cpp`` for a C++ header, else `language`.
+    """
+    if language == "c" and path.endswith(".h") and _CPP_HEADER.search(text, 0, _HEADER_SNIFF_CHARS):
+        return "cpp"
+    return language
