@@ -83,8 +83,8 @@ class _Chunker:
                 continue  # overlapping spans (rare grammar quirks) are covered by the earlier item
             lead = max(cursor, self.lead_lines.get(child.id, child.start_line))
             if not self.fits(lead, child.end_line):
-                # Split, its documentation would be a chunk of its own under its name, answering
-                # for the entity without a line of its code (express's 40-line JSDoc examples).
+                # Too long to share a chunk: split, the comment would be a chunk under the
+                # definition's name without a line of its code (express's 40-line JSDoc examples).
                 lead = child.start_line
             if lead > cursor:
                 items.append(_Item(cursor, lead - 1, None))
