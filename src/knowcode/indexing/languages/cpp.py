@@ -28,6 +28,12 @@ QUERY = "\n".join([
     " body: (_)) @definition.class",
     "(struct_specifier name: [(type_identifier) @name (template_type name: (type_identifier) @name)]"
     " body: (_)) @definition.struct",
+    # `class ABSL_ATTRIBUTE_VIEW Span {...}`, `struct DLL_EXPORT Point {...}`: an attribute macro before
+    # the name makes the grammar read a function `Span` returning `class ABSL_ATTRIBUTE_VIEW`
+    "(function_definition type: (class_specifier !body) declarator: (identifier) @name"
+    " body: (compound_statement)) @definition.class",
+    "(function_definition type: (struct_specifier !body) declarator: (identifier) @name"
+    " body: (compound_statement)) @definition.struct",
     "(union_specifier name: (type_identifier) @name body: (_)) @definition.struct",
     "(enum_specifier name: (type_identifier) @name body: (_)) @definition.enum",
     "(type_definition type: [(struct_specifier !name body: (_)) (union_specifier !name body: (_))]"

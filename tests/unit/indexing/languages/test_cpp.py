@@ -88,3 +88,22 @@ def test_references() -> None:
         ("calls", "src.geo.geo.Shape.draw", "items.end", 22, ""),
         ("calls", "src.geo.geo.Shape.make", "Shape", 30, ""),
     }
+
+
+def test_a_class_with_an_attribute_macro_before_its_name_is_a_class() -> None:
+    source = b"""namespace absl {
+template <typename T>
+class ABSL_ATTRIBUTE_VIEW Span {
+ public:
+  void clear() { n = 0; }
+};
+struct DLL_EXPORT Point {
+  void reset() { x = 0; }
+};
+}
+"""
+    # the grammar's recovery from the misreading decides the namespace's extent, not the query
+    kinds = {e.name: e.kind.value for e in parse_source("absl/span.h", "cpp", source, SPEC).entities}
+    assert kinds["Span"] == "class"
+    assert kinds["Point"] == "struct"
+    assert kinds["reset"] == "method"
