@@ -113,10 +113,11 @@ _FINITE_VERB = (r"(?=[^?]*?\b(?:i|we|it|they|my|our|is|are|was|were|isn't|aren't
 # What a whole-repository question names as its object: the repository, or the kind of thing it is.
 _REPO_NOUN = (r"(?:repo|repository|codebase|code ?base|project|monorepo|library|framework|application|app"
               r"|system|package|service|sdk|engine|toolkit|workspace)")
-# The repository itself as a question's subject ("the project", "this codebase"); not "the app" or "the
-# service", which also name one component of a repository.
-_REPO_SUBJECT = (r"(?:the|this|our|your)\s+(?:whole\s+|entire\s+)?(?:repo|repository|codebase|code ?base"
-                 r"|project|monorepo)\b")
+# The names of the repository itself ("project", "codebase"); not "app" or "service", which also name
+# one component of a repository.
+_REPO_ITSELF = r"(?:repo|repository|codebase|code ?base|project|monorepo)"
+# The repository itself as a question's subject ("the project", "this codebase").
+_REPO_SUBJECT = rf"(?:the|this|our|your)\s+(?:whole\s+|entire\s+)?{_REPO_ITSELF}\b"
 # "how" opening a question whose subject is not the repository itself
 _HOW_NOT_REPO = rf"\bhow\s+(?!(?:(?:is|are|was|were|does|do|did)\s+)?{_REPO_SUBJECT})"
 # A past participle, for passive questions ("how are the templates chosen"): a regular -ed form or a common
@@ -459,8 +460,7 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         # repository as the one acting ("which services does this repo deploy", "does the project use X")
         (rf"\b(?:is|are)\s+(?:this|it|these)\s+(?:\w+\s+)?(?:an?\s+)?(?:{_REPO_NOUN}|cli|server|daemon|plugin"
          r"|tool|script|wrapper|fork|demo|prototype|template|boilerplate)s?\s*(?:,|\bor\b|\?|$)"
-         r"|\b(?:does|do|did|can|will)\s+(?:this|the|our|your)\s+(?:repo|repository|codebase|code ?base"
-         r"|project|monorepo)\s+\w+", STRONG),
+         rf"|\b(?:does|do|did|can|will)\s+(?:this|the|our|your)\s+{_REPO_ITSELF}\s+\w+", STRONG),
         (r"\blist\s+(?:all|the|of|every)\b|\b(?:how many|how big|how large|size of|how mature)\b", MEDIUM),
         (r"\b(?:main|key|core|major|top[- ]level|few|big|biggest|important|principal|primary)\s+"
          r"(?:modules|components|parts|pieces|packages|features|folders|crates|layers|services|apps|binaries"
