@@ -152,7 +152,10 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|should\s+(?:\S+\s+){1,8}?but)\b"
          r"|\b(?:debug(?:ging)?|diagnos(?:e|ing)|troubleshoot(?:ing)?)\s+(?:this|it|the|my|our|why|an?)\b"
          r"|\b(?:root cause|diagnosis)\b"
-         r"|\bwhat(?:'s|\s+is|\s+went)\s+wrong\b", STRONG),
+         r"|\bwhat(?:'s|\s+is|\s+went)\s+wrong\b"
+         # the code contradicts what its documentation promises ("..., but the docs say the opposite")
+         r"|\bbut\s+(?:the\s+)?(?:docs?|documentation|readme|spec|manual|changelog|docstring|comments?)\s+"
+         r"(?:says?|said|claims?|states?|promises?)\b|\b(?:the opposite|contrary to)\b", STRONG),
         (r"\b(?:still|even\s+(?:with|though|after|when|if)|although|despite|instead|rather than)\b", MEDIUM),
         # an agent asked to find a cause: "investigate why the job took 6 hours", "track down the leak"
         # ("investigate how the cookie is signed" asks for a mechanism)
@@ -176,7 +179,10 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|exit (?:code|status)|non-?zero|crash\w*|fails?|failed|failing|failure|breaks?(?!\s+down)|broke"
          r"|explod\w+|blows? up)\b"
          # a timing complaint: "the page takes 8 seconds to load"
-         r"|\btakes?\s+(?:\d+(?:\.\d+)?\s*(?:ms|s|secs?|seconds|minutes|mins?|hours)|ages|forever)\b",
+         r"|\btakes?\s+(?:\d+(?:\.\d+)?\s*(?:ms|s|secs?|seconds|minutes|mins?|hours)|ages|forever)\b"
+         # ... or something done too early: "the bar reaches 100% before the upload is done"
+         r"|\bbefore\s+(?:the\s+|it\s+|its\s+)?(?:\w+\s+){0,2}?(?:is|was|has|had|were|are)\s+(?:\w+\s+)?"
+         r"(?:done|finished|complete\w*|ready|loaded|saved|written|committed|flushed)\b",
          MEDIUM),
         (r"\b(?:returns?|returning|gives?|shows?|prints?|outputs?|says|reports?|comes? back|ends? up)\s+"
          r"(?:(?:as|an?|the|with|me)\s+)?(?:no|nothing|none|null|undefined|nan|empty|wrong|incorrect|zero|0"
@@ -197,7 +203,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         # "I registered a handler but ...": what the asker did, then what went wrong
         (r"\b(?:i|we)\s+(?:\w+\s+)?(?:registered|set|added|configured|passed|defined|created|installed|enabled"
          r"|marked|wrote|called|gave|used|tried|mounted|followed)\b[^.?!]{0,120}?\bbut\b"
-         r"|\bworks?\s+(?:fine|ok|well|correctly)\b", MEDIUM),
+         r"|\bworks?\s+(?:fine|ok|well|correctly)\b"
+         # a "why" about something of the asker's own ("why is request.user anonymous inside my task")
+         r"|\bwhy\b[^?]{0,80}?\b(?:in|inside|from|for|on|with|of|to|by)\s+(?:my|our)\b", MEDIUM),
         # a first sentence of four words or more, with a sign of a finite verb, that is neither a question nor
         # a request usually reports what the code does (shorter ones, or verbless keyword phrases such as
         # "session cookie key rotation", are names or search terms)
@@ -222,7 +230,10 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|decorators?|parts? of the code(?:base)?)\b",
          STRONG),
         (r"\bfind\s+(?:the|all|every|where|me|each)\b|\blocat(?:e|ing|ion)\b|\bpoint(?:er)?\s+(?:me\s+)?to\b"
-         r"|\b(?:show me|take me to|jump to|go to|navigate to)\b", STRONG),
+         # "jump to" or "go to" a place in the code; not what a value or a request does ("the bar jumps to
+         # 100%", "requests go to the wrong host")
+         r"|\b(?:show me|take me to|navigate to)\b|\b(?:jump|go)\s+to\s+(?:the\s+|its\s+)?(?:definition"
+         r"|declaration|source|file|line|code|implementation)s?\b", STRONG),
         (r"\b(?:usages?|call ?sites?|occurrences|callers)\s+(?:of|to|for|across)\b"
          r"|\breferences\s+(?:to|across)\b"
          r"|\b(?:who|what)\s+(?:calls|uses|imports|references|instantiates|defines|sets|registers)\b"
