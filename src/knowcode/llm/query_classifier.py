@@ -219,14 +219,20 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
     ),
     TaskType.LOCATE: (
         # the whole query is one code name or path: Context.forward, parse_args, `useSelector`, app/x.rb
-        (r"^\W*[\w$.:#/<>\[\]()@-]+\W*$", STRONG),
+        # ... or a pasted declaration head ("impl From<io::Error> for AppError", "def load_config(path)"):
+        # a declaration keyword, then a name with code punctuation or a capital, and no question
+        (r"^\W*[\w$.:#/<>\[\]()@-]+\W*$"
+         r"|^\W*(?:pub\s+)?(?:impl|fn|def|class|struct|enum|trait|interface|func|type)\s+"
+         r"(?=[^?]*(?:[<>:()\[\]{}]|(?-i:[A-Z])))[^?.!]{1,80}$", STRONG),
         # "where is" leads the question; a trailing "..., and where is it set?" is a follow-up to another ask
         (r"(?<!\band )\bwhere(?:'s|\s+is|\s+are|\s+do|\s+does|\s+did|\s+can|\s+in)\b", STRONG),
         # "which file ..." as the ask itself; "how does it decide which files changed" embeds it in another
-        (rf"(?:^|[.;:?!]\s+|,\s*(?:and\s+)?|\b(?:tell|show)\s+(?:me|us)\s+|\b(?:know|see|find)\s+)\W*"
+        (rf"(?:^|[.;:?!]\s+|,\s*(?:and\s+)?|\s[\u2014\u2013-]+\s*|\b(?:tell|show)\s+(?:me|us)\s+"
+         rf"|\b(?:know|see|find)\s+)\W*"
          rf"(?:which|what|in which|in what)\s+(?:(?!(?:is|are|was|were|does|do)\b)\w+\s+)?"
          rf"(?:{_CODE_NOUN}|handlers?|components?|helpers?"
-         r"|middlewares?|services?|routes?|endpoints?|scripts?|templates?|places?|lines?|migrations?|beans?"
+         r"|middlewares?|services?|routes?|endpoints?|scripts?|templates?|places?|spots?|lines?|migrations?"
+         r"|beans?|code(?: ?paths?)?|call ?sites?"
          r"|decorators?|parts? of the code(?:base)?)\b",
          STRONG),
         (r"\bfind\s+(?:the|all|every|where|me|each)\b|\blocat(?:e|ing|ion)\b|\bpoint(?:er)?\s+(?:me\s+)?to\b"
@@ -236,7 +242,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|declaration|source|file|line|code|implementation)s?\b", STRONG),
         (r"\b(?:usages?|call ?sites?|occurrences|callers)\s+(?:of|to|for|across)\b"
          r"|\breferences\s+(?:to|across)\b"
-         r"|\b(?:who|what)\s+(?:calls|uses|imports|references|instantiates|defines|sets|registers)\b"
+         r"|\b(?:who|what)\s+(?:calls|uses|imports|references|instantiates|defines|sets|registers|subclasses"
+         r"|inherits|extends|implements|overrides|reads|writes|modifies|mutates|raises|throws|catches|emits"
+         r"|publishes|consumes)\b"
          r"|\bevery place\b|\blist them\b", STRONG),
         (r"\b(?:definition|declaration|implementation)\s+of\b|\b(?:defined|declared|instantiated|lives?|live"
          r"|located|declared)\b", MEDIUM),
@@ -245,7 +253,7 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:grep|look up|search\s+(?:\w+\s+){0,3}?for|path\s+(?:of|to)|line numbers?|file ?paths?"
          r"|file ?names?|in the codebase|in our repo|across the repo)\b", MEDIUM),
         (rf"^\W*{_CODE_NAME}[^?.]{{0,60}}$", MEDIUM),  # a short phrase led by a code name
-        (rf"^\W*where\b|\bthe\s+(?:code|{_CODE_NOUN})\s+(?:that|which|where)\b", MEDIUM),
+        (rf"^\W*where\b|\bthe\s+(?:code|spot|place|line|bit|{_CODE_NOUN})\s+(?:that|which|where)\b", MEDIUM),
         (r"\bwhere\b|\bsignature\b", WEAK),
     ),
     TaskType.EXPLAIN: (
