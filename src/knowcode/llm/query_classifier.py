@@ -315,10 +315,13 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"(?:add|support|extend|implement|make|let|plug|hook|write|create|build|register|teach|expose|serve"
          r"|integrate|introduce|allow|enable|customi[sz]e|override|subclass|swap|replace|give|change|switch"
          r"|migrate|port|convert|turn|restrict|limit|wire|structure|design|approach|go about)\b", STRONG),
-        # a request that opens with the change: "add a --json flag", "implement soft deletes"
-        (r"^\W*(?:please\s+|let's\s+|(?:can|could|should|shall) (?:we|you|i)\s+)?(?:add|implement|support"
-         r"|create|build|write|make|extend|give(?!\s+(?:me|us)\b)|introduce|allow|enable|expose|teach|wire"
-         r"|integrate|plug|swap|replace|switch|migrate|port|convert"
+        # a request that opens with the change: "add a --json flag", "implement soft deletes", "change the
+        # search so that ...", also as the sentence after a statement ("the listing returns every row; give
+        # it paging")
+        (r"(?:^|[.;:!?]\s+)\W*(?:please\s+|let's\s+|(?:can|could|should|shall) (?:we|you|i)\s+)?(?:add"
+         r"|implement|support|create|build|write|make|extend|give(?!\s+(?:me|us)\b)|introduce|allow|enable"
+         r"|expose|teach|wire|integrate|plug|swap|replace|switch|migrate|port|convert|change|modify|adjust"
+         r"|tweak|rework|instrument|locali[sz]e"
          r"|let(?!'s|\s+(?:me|us)\s+(?:know|see|understand)))\b"
          r"|\bhelp\s+(?:me|us)\s+(?:to\s+)?(?:add|implement|support|build|write|create|make|extend)\b",
          STRONG),
