@@ -433,7 +433,13 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
     ),
     TaskType.GENERAL: (
         (r"\boverview\b|\bsummar(?:y|ies|ise|ize|ising|izing)\b|\b(?:high[- ]level|big picture|bird'?s[- ]eye"
-         r"|tl;?dr|orientation|lay of the land)\b", STRONG),
+         r"|tl;?dr|orientation|lay of the land)\b"
+         # the outline named as such ("the general structure of this compiler"), or the purpose of the whole
+         # ("what is the point of this repo", "... of all this code")
+         r"|\b(?:general|overall|basic|rough)\s+(?:structure|layout|shape|architecture|design|organi[sz]ation"
+         r"|idea|picture)\b"
+         rf"|\b(?:point|purpose|goal|aim|mission)\s+of\s+(?:(?:the|this)\s+(?:whole\s+|entire\s+)?{_REPO_NOUN}\b"
+         r"|all\s+(?:of\s+)?th(?:is|ese|e)\b)", STRONG),
         (r"\b(?:tour|onboard\w*|new (?:here|to (?:this|the)|contributors?|users?|maintainers?)|newcomers?"
          r"|never used|first (?:time|contribution)|get(?:ting)? started"
          r"|where (?:should|do|can) (?:i|we) (?:start|begin)|joining the team|new to the team"
@@ -445,8 +451,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|^\W*what\s+is\s+this\W*$"
          rf"|\bwhat\s+(?:kind|sort|type)\s+of\s+(?:thing|tool|{_REPO_NOUN})\s+is\s+(?:this|it)\b", STRONG),
         # what a newcomer reads first: "which parts should I read first", "where should I start reading"
-        (r"\b(?:start|begin)\s+reading\b|\bread(?:ing)?\s+first\b|\b(?:which|what)\s+(?:parts|modules|files"
-         r"|pieces|areas)\s+(?:should|do|must|would)\s+(?:i|we)\b|\bwhat\s+(?:does|is)\s+(?:it|this)\s+"
+        (r"\b(?:start|begin)\s+reading\b|\bread(?:ing)?\s+first\b|\breading order\b|\b(?:which|what)\s+"
+         r"(?:parts|modules|files|pieces|areas)\s+(?:should|do|must|would)\s+(?:i|we|you)\b"
+         r"|\bwhat\s+(?:should|must|do)\s+(?:i|we)\s+read\b|\bwhat\s+(?:does|is)\s+(?:it|this)\s+"
          r"(?:do|for)\b", MEDIUM),
         # the parts and how they fit, down to architecture-level nouns ("the business logic" against "the
         # framework glue")
@@ -480,9 +487,13 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:directory|directories|folders?)\b", WEAK),
         # the repository as a whole: what kind of thing it is ("is this a library, a CLI, a server?"), or the
         # repository as the one acting ("which services does this repo deploy", "does the project use X")
-        (rf"\b(?:is|are)\s+(?:this|it|these)\s+(?:\w+\s+)?(?:an?\s+)?(?:{_REPO_NOUN}|cli|server|daemon|plugin"
-         r"|tool|script|wrapper|fork|demo|prototype|template|boilerplate)s?\s*(?:,|\bor\b|\?|$)"
-         rf"|\b(?:does|do|did|can|will)\s+(?:this|the|our|your)\s+{_REPO_ITSELF}\s+\w+", STRONG),
+        (rf"\b(?:is|are)\s+(?:this|it|these)\s+(?:\w+\s+)?(?:an?\s+)?(?:[\w-]+\s+){{0,2}}?(?:{_REPO_NOUN}|cli"
+         r"|server|daemon|plugin|tool|script|wrapper|fork|demo|prototype|template|boilerplate)s?\s*"
+         r"(?:,|\bor\b|\?|$)"
+         rf"|\b(?:does|do|did|can|will)\s+(?:this|the|our|your)\s+{_REPO_ITSELF}\s+\w+"
+         # "this app" as the one that depends on or runs things ("what services does this app depend on")
+         rf"|\b(?:does|do|did|will)\s+this\s+(?:whole\s+)?(?:thing|{_REPO_NOUN})\s+(?:\w+\s+)?(?:depend|rely"
+         r"|relies|use|need|require|ship|run|talk|call|integrate)\w*", STRONG),
         (r"\blist\s+(?:all|the|of|every)\b|\b(?:how many|how big|how large|size of|how mature)\b", MEDIUM),
         (r"\b(?:main|key|core|major|top[- ]level|few|big|biggest|important|principal|primary)\s+"
          r"(?:modules|components|parts|pieces|packages|features|folders|crates|layers|services|apps|binaries"
