@@ -228,7 +228,7 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"(?<!\band )\bwhere(?:'s|\s+is|\s+are|\s+do|\s+does|\s+did|\s+can|\s+in)\b", STRONG),
         # "which file ..." as the ask itself; "how does it decide which files changed" embeds it in another
         (rf"(?:^|[.;:?!]\s+|,\s*(?:and\s+)?|\s[\u2014\u2013-]+\s*|\b(?:tell|show)\s+(?:me|us)\s+"
-         rf"|\b(?:know|see|find)\s+)\W*"
+         rf"|\b(?:i|we|you|to|me|us)\s+(?:\w+\s+)?(?:know|see|find)\s+)\W*"
          rf"(?:which|what|in which|in what)\s+(?:(?!(?:is|are|was|were|does|do)\b)\w+\s+)?"
          rf"(?:{_CODE_NOUN}|handlers?|components?|helpers?"
          r"|middlewares?|services?|routes?|endpoints?|scripts?|templates?|places?|spots?|lines?|migrations?"
@@ -253,7 +253,8 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b(?:grep|look up|search\s+(?:\w+\s+){0,3}?for|path\s+(?:of|to)|line numbers?|file ?paths?"
          r"|file ?names?|in the codebase|in our repo|across the repo)\b", MEDIUM),
         (rf"^\W*{_CODE_NAME}[^?.]{{0,60}}$", MEDIUM),  # a short phrase led by a code name
-        (rf"^\W*where\b|\bthe\s+(?:code|spot|place|line|bit|{_CODE_NOUN})\s+(?:that|which|where)\b", MEDIUM),
+        (rf"^\W*where\b|(?:^\W*|\bthe\s+)(?:code|spot|place|line|bit|{_CODE_NOUN})\s+(?:that|which|where)\b",
+         MEDIUM),
         (r"\bwhere\b|\bsignature\b", WEAK),
     ),
     TaskType.EXPLAIN: (
@@ -394,8 +395,8 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|requests?|clients?|users?|nodes?|instances?|goroutines?|tasks?|consumers?|writers?|callers?"
          r"|replicas?)\b|\b(?:simultaneous\w*|at the same time|in parallel)\b", MEDIUM),
         # a yes/no question on whether the code enforces something: "does our JWT check the header?"
-        (r"^\W*(?:does|do|is|are|will|would)\b[^?]{0,80}?\b(?:check|checks|validates?|verif(?:y|ies)"
-         r"|enforces?|escapes?|saniti[sz]es?)\b", MEDIUM),
+        (r"^\W*(?:does|do|is|are|will|would)\b[^?]{0,80}?\b(?:check|checks|checking|validat(?:es?|ing)"
+         r"|verif(?:y|ies|ying)|enforc(?:es?|ing)|escap(?:es?|ing)|saniti[sz](?:es?|ing))\b", MEDIUM),
         # the vocabulary of code quality: waste ("dead code", "redundant") and norms ("idiomatic")
         (r"\b(?:dead (?:weight|code)|unused|redundant|unnecessary|overkill|worth it|best practices?"
          r"|style guide|conventions?|idiomatic|pep ?8|lint\w*)\b", MEDIUM),
@@ -444,11 +445,13 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|never used|first (?:time|contribution)|get(?:ting)? started"
          r"|where (?:should|do|can) (?:i|we) (?:start|begin)|joining the team|new to the team"
          r"|(?:read|understand|learn|study|know|look at)\s+first|find (?:my|our|your) way around"
+         # which parts to read or learn ("which files would you have me read")
+         r"|(?:which|what)\s+(?:\w+\s+)?(?:parts|modules|files|pieces|areas)\b[^?]{0,40}?\b(?:read|learn|study)"
          r"|get (?:my|our) bearings|orient (?:myself|ourselves)|navigat\w+ (?:this|the) (?:code ?base|repo\w*"
          r"|project))\b", STRONG),
         (r"\bwhat\s+(?:(?:is|does)\s+)?(?:this|the)\s+(?:\w+\s+)?(?:repo|repository|codebase|project|library|tool|app"
          r"|application|package|service|system)\w*(?:\s+(?:even\s+)?(?:does|do|is|solve\w*|provide\w*))?\b"
-         r"|^\W*what\s+is\s+this\W*$"
+         r"|^\W*what\s+is\s+this\W*$|\bwhat\s+am\s+i\s+looking\s+at\b"
          rf"|\bwhat\s+(?:kind|sort|type)\s+of\s+(?:thing|tool|{_REPO_NOUN})\s+is\s+(?:this|it)\b", STRONG),
         # what a newcomer reads first: "which parts should I read first", "where should I start reading"
         (r"\b(?:start|begin)\s+reading\b|\bread(?:ing)?\s+first\b|\breading order\b|\b(?:which|what)\s+"
@@ -465,7 +468,7 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|requirements|platforms|runtimes)\b", MEDIUM),
         (r"\bthis\s+(?:[\w-]+\s+){0,2}?(?:repo|repository|codebase|code ?base|project|application|app"
          r"|monorepo|system|package|library|service|toolkit|sdk|engine|tool|cli|pipeline|platform)\b"
-         r"|\bthe\s+(?:repo|repository|codebase|code ?base|project|monorepo|library)\b",
+         r"|\bthe\s+(?:repo|repository|codebase|code ?base|project|monorepo|library|source tree)\b",
          MEDIUM),
         (r"\b(?:organi[sz]ed|organi[sz]ation|layout|laid out|structure|architecture|monolith\w*)\b"
          r"|\b(?:is|are)\s+(?:\w+\s+){0,3}?structured\b", STRONG),
