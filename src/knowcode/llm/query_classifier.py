@@ -146,7 +146,10 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|didn't|won't|can't|wasn't|is\s+not|does\s+not|do\s+not)\b)"
          r"|\bwhy\b[^?]{0,80}?\b(?:fail\w*|crash\w*|break\w*|throw\w*|rais\w+|hang\w*|stuck|wrong|always"
          r"|never|twice|zero|empty|differ\w*|lose|loses|lost|ignored|skipped|missing|still|even)\b"
-         r"|\bwhy\s*\?\s*$", STRONG),
+         r"|\bwhy\s*\?\s*$"
+         # a why about what the code is doing right now, in the progressive ("why is the search returning
+         # results from other tenants"): an observed behaviour, not a design
+         r"|\bwhy\s+(?:is|are)\s+(?:\S+\s+){1,4}?(?!being\b)\w{3,}ing\b", STRONG),
         (r"\b(?:not working|doesn't work|does not work|isn't working|stopped\s+\w+ing|broken"
          r"|what am i missing|what's going on|any idea why|expected|supposed to|shouldn't"
          r"|should\s+(?:\S+\s+){1,8}?but)\b"
