@@ -298,6 +298,37 @@ FEARED_FAILURES = ["Would catching every exception in the middleware and turning
 THE_REPOSITORY_AS_A_WHOLE = ["Is this a library, a CLI, a server, or all three?",
                              "Which services does this repo deploy and how are they packaged?"]
 V9_TABLES = FIND_THE_CAUSE + FEARED_FAILURES + THE_REPOSITORY_AS_A_WHOLE
+# The v10 round (a further new author's set), from the v2, v8, v9 and v10 tuning halves: a result the docs
+# contradict, something done before it is finished, a why about the asker's own thing or in the progressive
+# is debug; who subclasses or reads X, which code path or spot, a pasted declaration head and "line where" are
+# locate; an imperative may follow a statement and open with "change" or "instrument" (extend); "are we
+# validating" asks for a review; the outline or the point of the whole, what the app depends on, what kind of
+# thing it is and what a newcomer should read are general.
+V10_DEBUG = ["config values from the .env file override the ones I pass on the command line, but the docs "
+             "say the opposite",
+             "Why does the progress bar jump to 100% before the upload is done?",
+             "Why is `request.user` anonymous inside my background task?",
+             "Why is the search returning results from other tenants?"]
+V10_LOCATE = ["who subclasses BaseExporter",
+              "which code paths read REDIS_SENTINEL_HOSTS from the environment?",
+              "I need the spot where thumbnails are resized before upload \u2014 which file?",
+              "impl Display for Money",
+              "line where the `retry` decorator is applied to `fetch_page`"]
+V10_EXTEND = ["the /admin/users listing returns every row; give it limit/offset paging",
+              "Change the search so that it also matches on product tags.",
+              "Instrument the gRPC services with OpenTelemetry spans."]
+V10_REVIEW = ["Are we validating user input before it reaches the shell command in deploy.py?"]
+V10_EXPLAIN = ["How does the build system know which files to recompile?"]
+V10_GENERAL = ["in two sentences, what is the point of this repo?",
+               "ok but what is the point of all this code?",
+               "What external services does this app depend on?",
+               "is this thing a web service, a library, or a command-line tool?",
+               "What should I read to understand how this project works end to end?",
+               "what's the general structure of this compiler \u2014 the phases and where each one lives?",
+               "If I only had an afternoon, which files would you have me read?",
+               "what am I looking at here",
+               "Is there a recommended reading order for the source tree?"]
+V10_TABLES = V10_DEBUG + V10_LOCATE + V10_EXTEND + V10_REVIEW + V10_EXPLAIN + V10_GENERAL
 
 
 @pytest.mark.parametrize(("query", "task"), [
@@ -337,6 +368,33 @@ def test_the_v8_round_cues_from_the_v8_tuning_half(query: str, task: TaskType) -
     *((query, TaskType.GENERAL) for query in THE_REPOSITORY_AS_A_WHOLE),
 ])
 def test_the_v9_round_cues_from_the_v3_and_v9_tuning_halves(query: str, task: TaskType) -> None:
+    assert classify(query).task_type is task
+
+
+@pytest.mark.parametrize(("query", "task"), [
+    *((query, TaskType.DEBUG) for query in V10_DEBUG),
+    *((query, TaskType.LOCATE) for query in V10_LOCATE),
+    *((query, TaskType.EXTEND) for query in V10_EXTEND),
+    *((query, TaskType.REVIEW) for query in V10_REVIEW),
+    *((query, TaskType.EXPLAIN) for query in V10_EXPLAIN),
+    *((query, TaskType.GENERAL) for query in V10_GENERAL),
+])
+def test_the_v10_round_cues_from_the_tuning_halves(query: str, task: TaskType) -> None:
+    assert classify(query).task_type is task
+
+
+# What the v10-round changes must keep (written for these tests): requests that "go to" a host are no place
+# in the code, "before the job is committed" in a question about a mechanism is no symptom, a why about a
+# design in the passive is no progressive, code that knows which files is no request for a file, and "is this
+# function a good idea" judges a piece of code, not the kind of repository.
+@pytest.mark.parametrize(("query", "task"), [
+    ("requests go to the wrong host after the deploy", TaskType.DEBUG),
+    ("What does the scheduler do before the job is committed?", TaskType.EXPLAIN),
+    ("Why is the config loaded lazily?", TaskType.EXPLAIN),
+    ("How does the cache know which entries to evict?", TaskType.EXPLAIN),
+    ("is this function a good idea?", TaskType.REVIEW),
+])
+def test_the_v10_round_cues_stay_narrow(query: str, task: TaskType) -> None:
     assert classify(query).task_type is task
 
 
@@ -440,14 +498,15 @@ def _tuning_queries() -> set[str]:
                                                    "classifier_queries_v6_tuning.jsonl",
                                                    "classifier_queries_v7_tuning.jsonl",
                                                    "classifier_queries_v8_tuning.jsonl",
-                                                   "classifier_queries_v9_tuning.jsonl")
+                                                   "classifier_queries_v9_tuning.jsonl",
+                                                   "classifier_queries_v10_tuning.jsonl")
             for line in (data / name).read_text(encoding="utf-8").splitlines() if line.strip()}
 
 
 def test_the_cue_tables_come_from_the_tuning_halves_only() -> None:
     tables = (BARE_IDENTIFIERS + SYMPTOMS + ERROR_MESSAGES + WHY_ABOUT_BEHAVIOUR + EXTEND_REQUESTS
               + REVIEW_QUESTIONS + GENERAL_QUESTIONS + EXPLAIN_QUESTIONS + V4_TABLES + V5_TABLES + V6_TABLES
-              + V8_TABLES + V9_TABLES)
+              + V8_TABLES + V9_TABLES + V10_TABLES)
     assert set(tables) <= _tuning_queries()
 
 
