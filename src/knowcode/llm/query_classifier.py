@@ -291,8 +291,6 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|map(?:s|ped)?)\b", MEDIUM),
         (r"\b(?:rundown|break(?:\s+\w+)?\s+down|breakdown|run me through|step[- ]by[- ]step|steps of"
          r"|how come|go(?:ing)? through|run through|in plain words|in (?:what|which) order)\b", MEDIUM),
-        # a question between two behaviours: "is the body sent chunked or buffered first?"
-        (r"(?:^|[.:;]\s+)(?:is|are|does|do|will|would)\b[^?]*?\bor\b[^?]*\?", MEDIUM),
         # "what is X for?": the purpose of a thing, however it is named (a path, a class, a flag)
         (r"\bused\s+for\b|\bfor what\b|\bwhat\s+for\b|\b(?:describe|description of)\b"
          r"|\bwhat(?:'s|\s+is|\s+are)\b[^?]{1,80}?\bfor\s*\?", MEDIUM),
