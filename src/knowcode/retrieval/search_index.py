@@ -26,7 +26,12 @@ import numpy as np
 from knowcode.errors import EmbeddingError, StoreError
 from knowcode.indexing.indexer import CONTENT_GENERATION_KEY, EXTRACTION_VERSION_KEY
 from knowcode.progress import Phase, ProgressCallback, no_progress
-from knowcode.retrieval.embeddings import EmbeddingProvider, EmbeddingSpec, check_compatible
+from knowcode.retrieval.embeddings import (
+    EmbeddingProvider,
+    EmbeddingProviderName,
+    EmbeddingSpec,
+    check_compatible,
+)
 from knowcode.retrieval.segments import (
     DEFAULT_POLICY,
     Manifest,
@@ -160,12 +165,14 @@ def _previous_vectors(previous: Path | None, manifest: Manifest | None, wanted: 
                       chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
     """Vectors of the previous folder for a full build to reuse; nothing when it has none.
 
-    :raises EmbeddingMismatchError: they come from another model.
+    :raises EmbeddingMismatchError: they come from another model, unless both are the shipped static
+        model's (a release that ships a new one re-embeds every index it opens: locally, in seconds).
     """
     if previous is None or wanted is None or not previous.is_dir():
         return {}
     recorded = _read_embedding(previous)
-    if recorded is None:
+    static = EmbeddingProviderName.STATIC.value
+    if recorded is None or (recorded != wanted and recorded.provider == wanted.provider == static):
         return {}
     check_compatible(recorded, wanted)
     if manifest is not None and manifest.dense:

@@ -82,7 +82,8 @@ class StaticEncoder:
                    for start in range(0, len(heads), batch_size)]
         return np.concatenate(batches, axis=0)
 
-    def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """The token ids each text is embedded from (no special tokens, the unknown token dropped)."""
         fast = self.word_pieces
         found: list[list[int] | None] = ([fast.ids(text) for text in texts] if fast is not None
                                          else [None] * len(texts))
@@ -98,7 +99,7 @@ class StaticEncoder:
         return ids
 
     def _encode_batch(self, texts: Sequence[str]) -> npt.NDArray[Any]:
-        ids = self._token_ids(texts)
+        ids = self.token_ids(texts)
         dtype = np.dtype(np.float32) if self.embedding.dtype == np.int8 else self.embedding.dtype
         out = np.zeros((len(ids), self.dim), dtype=dtype)
         if self.token_mapping is None and self.weights is None and self.embedding.dtype in _FLOAT_TABLES:

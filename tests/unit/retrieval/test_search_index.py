@@ -269,6 +269,18 @@ def test_rebuild_vectors_switches_the_model(build: Build, store: Store, store_di
     assert build(other) is False  # and the new model is now the current one
 
 
+def test_a_new_shipped_static_model_re_embeds_on_its_own(build: Build, store: Store, store_dir: Path) -> None:
+    """An upgrade that ships another static model must not leave every index refusing to load."""
+    old = CountingEmbedder("distilled-v1")
+    old.provider = "static"
+    build(old)
+    new = CountingEmbedder("distilled-v2")
+    new.provider = "static"
+    assert build(new) is True
+    assert sorted(new.embedded) == sorted(chunk_texts(store).values())  # every chunk embedded again
+    assert load_search_index(store, store_dir).embedding == EmbeddingSpec("static", "distilled-v2", 8, True)
+
+
 def test_rebuild_vectors_always_rebuilds(build: Build, store: Store) -> None:
     embedder = CountingEmbedder()
     build(embedder)
