@@ -286,29 +286,35 @@ class Store:
         columns = _BRIEF_ENTITY_COLUMNS if brief else _ENTITY_COLUMNS
         return self._select_in(f"SELECT {columns} FROM entities WHERE id IN", ids, _entity)
 
-    def references_to_names(self, names: Iterable[str], modules: Iterable[str] = ()) -> list[Relationship]:
+    def references_to_names(self, names: Iterable[str],
+                            modules: Iterable[str] = ()) -> list[tuple[int, Relationship]]:
         """Relationships (not `contains`) whose target's last dotted part is one of `names`, and the
         imports that may also resolve through the part before the last, to a module: those with one
         of `modules` as a dotted part (a superset: the caller filters them by their lookup names).
 
         :param names: entity names that changed.
         :param modules: the module names among them.
+        :return: (rowid, relationship) of each: :meth:`replace_relationships` updates them by rowid.
         """
-        found = self._select_in(f"SELECT {_RELATIONSHIP_COLUMNS} FROM relationships WHERE kind != 'contains' "
-                                "AND name IN", names, relationship_of_row)
+        def with_rowid(row: Sequence[Any]) -> tuple[int, Relationship]:
+            return int(row[0]), relationship_of_row(row[1:])
+
+        found = self._select_in(f"SELECT rowid, {_RELATIONSHIP_COLUMNS} FROM relationships "
+                                "WHERE kind != 'contains' AND name IN", names, with_rowid)
         wanted = sorted(set(modules))
         if len(wanted) > FEW_NAMES:
             rows = self.connection.execute(
-                f"SELECT {_RELATIONSHIP_COLUMNS} FROM relationships WHERE kind = 'imports'").fetchall()
+                f"SELECT rowid, {_RELATIONSHIP_COLUMNS} FROM relationships WHERE kind = 'imports'").fetchall()
         elif wanted:  # SQLite's scan picks them: turning every import into an object costs ~20 ms per 5k
             parts = " OR ".join(["instr('.' || target_name || '.', ?) > 0"] * len(wanted))
             rows = self.connection.execute(
-                f"SELECT {_RELATIONSHIP_COLUMNS} FROM relationships WHERE kind = 'imports' AND ({parts})",
+                f"SELECT rowid, {_RELATIONSHIP_COLUMNS} FROM relationships "
+                f"WHERE kind = 'imports' AND ({parts})",
                 [f".{name}." for name in wanted]).fetchall()
         else:
             return found
-        seen = set(found)
-        return [*found, *(r for r in map(relationship_of_row, rows) if r not in seen)]
+        seen = {rowid for rowid, _ in found}
+        return [*found, *(with_rowid(row) for row in rows if row[0] not in seen)]
 
     def imports_of_files(self, paths: Iterable[str]) -> list[Relationship]:
         """The import relationships written in the given files."""
@@ -683,13 +689,15 @@ class Store:
         """Resolve relationships: (target id, rowid) pairs."""
         self.connection.executemany("UPDATE relationships SET target_id = ? WHERE rowid = ?", targets)
 
-    def replace_relationships(self, old: Sequence[Relationship], new: Sequence[Relationship]) -> None:
-        """Swap existing relationships for their re-resolved versions (same position, new target)."""
+    def replace_relationships(self, rowids: Sequence[int], old: Sequence[Relationship],
+                              new: Sequence[Relationship]) -> None:
+        """Swap existing relationships (by rowid, as :meth:`references_to_names` read them) for their
+        re-resolved versions. By rowid: matched by their columns, each update scanned every row of its
+        source, and one sympy module is the source of 26k references (an update ran for minutes)."""
         self.connection.executemany(
-            "UPDATE relationships SET target_id = ? WHERE source_id = ? AND kind = ? AND target_name = ? "
-            "AND path = ? AND line = ? AND target_id IS ?",
-            ((n.target_id, o.source_id, o.kind.value, o.target_name, o.path, o.line, o.target_id)
-             for o, n in zip(old, new, strict=True) if o.target_id != n.target_id))
+            "UPDATE relationships SET target_id = ? WHERE rowid = ?",
+            ((n.target_id, rowid) for rowid, o, n in zip(rowids, old, new, strict=True)
+             if o.target_id != n.target_id))
 
     def replace_skipped(self, skipped: dict[str, str]) -> None:
         """Replace the list of files the run left out."""
