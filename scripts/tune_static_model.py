@@ -42,7 +42,6 @@ its next update.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import random
 import re
@@ -58,6 +57,8 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from build_static_model import sha256_of  # scripts/ is on the path of a script run from it
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = REPO_ROOT / "src" / "knowcode" / "retrieval" / "static_model"
@@ -303,11 +304,6 @@ class Trainer:
             if score > best:
                 best, best_table = score, self.table.weight.detach().clone()
         return best_table, history
-
-
-def sha256_of(path: Path) -> str:
-    """Return the hex SHA-256 of one file."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def write_model(table: Any, base: Path, output: Path, summary: dict[str, Any]) -> str:

@@ -310,7 +310,6 @@ def _resolve_changes(store: Store, new: _NewReferences, changed: set[EntityKey],
     modules = {key[0] for key in changed if key[2] == _MODULE}
     referring = [(rowid, r) for rowid, r in store.references_to_names(names, modules)
                  if r.path not in replaced and lookup_names(r) & names] if has_unchanged and names else []
-    rowids = [rowid for rowid, _ in referring]
     affected = [r for _, r in referring]
     pending_affected = [r for r in affected if r.kind is not RelationKind.CONTAINS]
     table = SymbolTable()
@@ -338,7 +337,7 @@ def _resolve_changes(store: Store, new: _NewReferences, changed: set[EntityKey],
             if found is not None:
                 targets.append((found, rowid))
         store.set_relationship_targets(targets)
-    store.replace_relationships(rowids, affected, resolve(affected, table))
+    store.replace_relationships(referring, resolve(affected, table))
     return new.count + len(pending_affected)
 
 

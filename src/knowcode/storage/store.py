@@ -689,14 +689,14 @@ class Store:
         """Resolve relationships: (target id, rowid) pairs."""
         self.connection.executemany("UPDATE relationships SET target_id = ? WHERE rowid = ?", targets)
 
-    def replace_relationships(self, rowids: Sequence[int], old: Sequence[Relationship],
+    def replace_relationships(self, old: Sequence[tuple[int, Relationship]],
                               new: Sequence[Relationship]) -> None:
-        """Swap existing relationships (by rowid, as :meth:`references_to_names` read them) for their
-        re-resolved versions. By rowid: matched by their columns, each update scanned every row of its
+        """Swap existing relationships ((rowid, relationship), as :meth:`references_to_names` read them) for
+        their re-resolved versions. By rowid: matched by their columns, each update scanned every row of its
         source, and one sympy module is the source of 26k references (an update ran for minutes)."""
         self.connection.executemany(
             "UPDATE relationships SET target_id = ? WHERE rowid = ?",
-            ((n.target_id, rowid) for rowid, o, n in zip(rowids, old, new, strict=True)
+            ((n.target_id, rowid) for (rowid, o), n in zip(old, new, strict=True)
              if o.target_id != n.target_id))
 
     def replace_skipped(self, skipped: dict[str, str]) -> None:
