@@ -17,12 +17,38 @@ RECORD = FileRecord("a.py", "python", "hash", 10, 1.0, 2)
 MODULE = Entity("m", "a.py", EntityKind.MODULE, "a", "a", None, 1, 2, "", "", "python")
 
 
+def _journal_mode(store: Store) -> str:
+    return str(store.connection.execute("PRAGMA journal_mode").fetchone()[0])
+
+
 def test_new_store_has_current_schema(tmp_path: Path) -> None:
     store = Store.open(tmp_path)
     version = store.connection.execute("PRAGMA user_version").fetchone()[0]
-    mode = store.connection.execute("PRAGMA journal_mode").fetchone()[0]
     store.close()
-    assert (version, mode) == (SCHEMA_VERSION, "wal")
+    assert version == SCHEMA_VERSION
+
+
+def test_a_first_build_is_journaled_and_the_store_is_wal_once_it_closes(tmp_path: Path) -> None:
+    first = Store.open(tmp_path)
+    assert _journal_mode(first) == "delete"  # every page is new: written once, not to a log and then back
+    first.close()
+    reader = Store.open(tmp_path, create=False)
+    assert _journal_mode(reader) == "wal"  # readers never wait for a writer from now on
+    reader.close()
+    connection = sqlite3.connect(tmp_path / DATABASE_NAME)
+    assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"  # kept in the file itself
+    connection.close()
+
+
+def test_an_interrupted_first_build_rolls_back_and_the_next_run_uses_wal(tmp_path: Path) -> None:
+    first = Store.open(tmp_path)
+    with pytest.raises(KeyboardInterrupt), first.transaction():
+        first.insert_rows([RECORD], [entity_row(MODULE)], [])
+        raise KeyboardInterrupt
+    first.connection.close()  # as if killed: its close never ran
+    again = Store.open(tmp_path)
+    assert (again.file_records(), _journal_mode(again)) == ({}, "wal")
+    again.close()
 
 
 def _synchronous(store: Store) -> int:
