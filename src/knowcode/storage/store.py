@@ -35,9 +35,9 @@ FIRST_BUILD_SYNC = "OFF"
 # ... and through a rollback journal, switched to WAL when its connection closes: WAL writes every page
 # twice, into the log at commit and into the database at the checkpoint, and a first build's pages are
 # all new (abseil: an 87 MB database; the whole `knowcode index` 5.55 -> 5.16 s, median of 5 alternated
-# runs, benchmarks/results/index_speed_first_build_journal.json). Nobody reads a store during its first build: a reader waits for the
-# writer's lock before it opens the store (one that opens it anyway waits at most
-# BUSY_TIMEOUT_SECONDS for the commit). The journal still rolls an interrupted run back.
+# runs, benchmarks/results/index_speed_first_build_journal.json). Nobody reads a store during its first
+# build: a reader waits for the writer's lock before it opens the store (one that opens it anyway waits
+# at most BUSY_TIMEOUT_SECONDS for the commit). The journal still rolls an interrupted run back.
 FIRST_BUILD_JOURNAL = "DELETE"
 BUSY_TIMEOUT_SECONDS = 30.0  # a reader waits this long for a writer's checkpoint before failing
 T = TypeVar("T")
