@@ -187,10 +187,10 @@ class Store:
             raise StoreError(f"cannot open the index store at {path}: {err}") from err
         try:
             version = connection.execute("PRAGMA user_version").fetchone()[0]
+            # A database this connection is about to create (or rebuild from an older schema) holds no
+            # index to protect, so its first build does without fsync; see FIRST_BUILD_SYNC.
+            first_build = create and version < SCHEMA_VERSION
             if version <= SCHEMA_VERSION:  # never touch a newer KnowCode's database
-                # A database this connection is about to create (or rebuild from an older schema) holds
-                # no index to protect, so its first build does without fsync; see FIRST_BUILD_SYNC.
-                first_build = create and version < SCHEMA_VERSION
                 connection.execute(f"PRAGMA synchronous={FIRST_BUILD_SYNC if first_build else 'NORMAL'}")
                 connection.execute(f"PRAGMA journal_mode={FIRST_BUILD_JOURNAL if first_build else 'WAL'}")
                 # Queries read scattered rows of a large file: map it instead of a read() per page.
@@ -209,7 +209,7 @@ class Store:
             # under the writer lock, never by a reader racing it.
             connection.close()
             raise StoreError(f"no complete index at {directory}: run `knowcode index` first")
-        store = cls(connection, path, first_build=create and version < SCHEMA_VERSION)
+        store = cls(connection, path, first_build=first_build)
         if version < SCHEMA_VERSION:
             store._reset_schema()
         elif create:
