@@ -13,6 +13,10 @@ class StoreLockedError(StoreError):
     """Another indexing run held the store's writer lock for longer than the wait allowed."""
 
 
+class StoreRootError(StoreError):
+    """The store holds the index of another repository folder than the one asked for."""
+
+
 class SchemaVersionError(StoreError):
     """The store was written by a newer KnowCode than this one."""
 

@@ -260,6 +260,32 @@ def test_store_with_newer_schema_fails(runner: CliRunner, repo: Path, store: Pat
         connection.close()
 
 
+@pytest.mark.parametrize("command", ["index", "search"])
+def test_store_of_another_repository_is_refused(
+        runner: CliRunner, repo: Path, store: Path, tmp_path: Path, command: str) -> None:
+    run_json(runner, "index", repo, "--store", store, "--json")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "other.py").write_text("def other() -> None:\n    pass\n", encoding="utf-8")
+    args = [other] if command == "index" else ["area", "--repo", other]
+    result = run(runner, command, *args, "--store", store)
+    assert result.exit_code == EXIT_FAILURE
+    assert f"holds the index of {repo.resolve()}" in result.stderr
+    assert "Traceback" not in result.output
+    stats = run_json(runner, "stats", repo, "--store", store, "--json")  # the index is left as it was
+    assert stats["root"] == str(repo.resolve())
+    assert stats["files"] == 2
+
+
+def test_store_of_a_moved_repository_follows_it(runner: CliRunner, repo: Path, store: Path,
+                                                tmp_path: Path) -> None:
+    run_json(runner, "index", repo, "--store", store, "--json")
+    moved = repo.rename(tmp_path / "moved")
+    report = run_json(runner, "index", moved, "--store", store, "--json")
+    assert report["added"] == [] and report["parsed_files"] == 0  # the same files: nothing parsed again
+    assert run_json(runner, "stats", moved, "--store", store, "--json")["root"] == str(moved.resolve())
+
+
 # --- search ---------------------------------------------------------------------------------------
 
 SEARCH_HIT_KEYS = {"path", "start_line", "end_line", "score", "entity_id", "name", "qualified_name", "kind",

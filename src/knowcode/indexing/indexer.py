@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from knowcode.errors import StoreRootError
 from knowcode.indexing.entity_ids import module_name
 from knowcode.indexing.graph_builder import (
     SymbolTable,
@@ -59,6 +60,7 @@ CONTENT_GENERATION_KEY = "content_generation"
 # file can have been renamed (see _renamed_modules); a run of older code that changed anything bumped
 # the generation, so its changes are never skipped.
 MODULE_NAMES_KEY = "module_names_digest"
+ROOT_KEY = "root"  # the repository folder the store indexes (resolved)
 _CONTAINS = RelationKind.CONTAINS.value
 _IMPORTS = RelationKind.IMPORTS.value
 _MODULE = EntityKind.MODULE.value
@@ -146,8 +148,10 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
         PARALLEL_MIN_BYTES, else this process alone.
     :param progress: told of the scan, each parsed file and the linking of references.
     :return: what changed.
+    :raises StoreRootError: the store indexes another folder that still exists.
     """
     started = time.perf_counter()
+    check_root(store, root)
     progress(Phase.SCAN, 0, None)
     scanned = scan(root, max_file_bytes)
     progress(Phase.SCAN, len(scanned.files), len(scanned.files))
@@ -207,7 +211,7 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
             wrote = True
         changed = bool(fresh or gone or stale or renamed_modules or failed.keys() & old.keys())
         generation = int(last_generation) + (1 if changed else 0)
-        facts = {"root": str(root.resolve()), EXTRACTION_VERSION_KEY: EXTRACTION_VERSION,
+        facts = {ROOT_KEY: str(root.resolve()), EXTRACTION_VERSION_KEY: EXTRACTION_VERSION,
                  CONTENT_GENERATION_KEY: str(generation), MODULE_NAMES_KEY: f"{generation}:{modules_digest}"}
         updates = {key: value for key, value in facts.items() if meta.get(key) != value}
         # A run that finds the store current writes nothing: its first write would sync a new WAL
@@ -221,6 +225,21 @@ def index_repository(root: Path, store: Store, *, max_file_bytes: int, workers: 
         progress(Phase.RESOLVE, linked, linked)
     gone = sorted({*gone, *(path for path in failed if path in old)})
     return _report(old, fresh, gone, failed, scanned.skipped, len(current), started)
+
+
+def check_root(store: Store, root: Path) -> None:
+    """Refuse to index root into a store that holds the index of another folder.
+
+    Indexing would re-root it: every file of the other repository deleted, this one parsed from
+    scratch (a `--store` reused from another folder, or a mistyped `--repo`). A store whose folder no
+    longer exists follows the new root: the repository was moved or renamed.
+
+    :raises StoreRootError: the store's recorded root is another existing folder.
+    """
+    recorded = store.meta().get(ROOT_KEY)
+    if recorded and recorded != str(root.resolve()) and Path(recorded).is_dir():
+        raise StoreRootError(f"{store.path.parent} holds the index of {recorded}, not {root.resolve()}: "
+                             f"pass --repo {recorded}, or another --store for this folder")
 
 
 def _module_names_digest(files: Iterable[ScannedFile]) -> str:
