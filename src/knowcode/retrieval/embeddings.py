@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from knowcode.errors import EmbeddingError, EmbeddingMismatchError
+from knowcode.indexing.tokenizer import STOP_WORDS, tokenize
 from knowcode.retrieval.remote_http import (
     ERROR_BODY_CHARS,
     REMOTE_MAX_RETRIES,
@@ -28,6 +30,7 @@ from knowcode.retrieval.remote_http import (
     api_key_headers,
     post_json,
 )
+from knowcode.retrieval.reranker import UNDIVERSE_QUERY_TOKENS
 from knowcode.retrieval.static_encoder import StaticEncoder, load_static_encoder
 
 Vectors = npt.NDArray[np.float32]
@@ -40,6 +43,14 @@ STATIC_MODEL_NAME = "all-MiniLM-L6-v2-distilled-256d-codetuned-v2"
 STATIC_DIMENSION = 256  # scripts/build_static_model.py DEFAULT_PCA_DIMS; DESIGN.md measured this size
 STATIC_MAX_TOKENS = 512  # model2vec's default; a 1,500-character code chunk is ~415 tokens, few are cut
 STATIC_BATCH_SIZE = 1024  # texts per tokenizer call: model2vec's encode default
+# The static model's vector is the mean of its tokens' vectors, so the function words of a long question
+# ("why does my ... when I ...") pull every question towards one point: a query of at least this many
+# distinct tokens (where the ranking stage's long-question signals take over) is embedded without the
+# tokenizer's stop words. Span-level questions NDCG@10 0.642 -> 0.649, 62 issue reports (django, sympy;
+# held out) fn NDCG@10 0.444 -> 0.450, Recall@10 0.562 either way; file-level 0.866 either way (dropped
+# from every query instead: 0.865). benchmarks/results/quality*_query_stop_words*.md, 2026-12.
+STATIC_QUERY_STOP_TOKENS = UNDIVERSE_QUERY_TOKENS
+_WORD = re.compile(r"(?<![\w.$])[A-Za-z]+\b(?![.(])")  # a whole word: not part of a name or a call
 
 REMOTE_BATCH_SIZE = 128  # texts per request: under Voyage's 1,000 and OpenAI's 2,048, ~50k tokens of chunks
 DIMENSION_PROBE_TEXT = "dimension probe"  # embedded once when a remote dimension is neither set nor seen
@@ -170,18 +181,27 @@ class StaticEmbeddingProvider:
             return self._static
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
-        """Embed texts; the static model treats queries and documents alike.
+        """Embed texts; a long query loses its stop words first (STATIC_QUERY_STOP_TOKENS).
 
         :param texts: the texts to embed.
-        :param query: ignored (kept for the protocol).
+        :param query: True for search queries.
         :return: float32 array (len(texts), dimension), L2-normalised rows.
         :raises EmbeddingError: when the model files are missing or wrong.
         """
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        texts = [static_query_text(text) for text in texts] if query else list(texts)
         # The Rust tokenizer spreads each batch over the cores: no thread pool of our own.
-        raw = self._load().encode(list(texts), batch_size=STATIC_BATCH_SIZE)
+        raw = self._load().encode(texts, batch_size=STATIC_BATCH_SIZE)
         return l2_normalize(raw)  # the model stores float16; normalise again in float32
+
+
+def static_query_text(query: str) -> str:
+    """The query without its stop words when it holds at least STATIC_QUERY_STOP_TOKENS distinct tokens
+    (names such as `is_valid` or `self.to` keep theirs), else the query itself."""
+    if len(set(tokenize(query))) < STATIC_QUERY_STOP_TOKENS:
+        return query
+    return _WORD.sub(lambda word: "" if word[0].lower() in STOP_WORDS else word[0], query)
 
 
 def embeds_in_process(provider: EmbeddingProvider | None) -> bool:

@@ -13,11 +13,13 @@ import numpy as np
 import pytest
 
 from knowcode.errors import EmbeddingError, EmbeddingMismatchError, KnowCodeError
+from knowcode.indexing.tokenizer import tokenize
 from knowcode.retrieval.embeddings import (
     STATIC_DIMENSION,
     STATIC_MODEL_DIR,
     STATIC_MODEL_FILES,
     STATIC_MODEL_NAME,
+    STATIC_QUERY_STOP_TOKENS,
     VOYAGE_BASE_URL,
     EmbeddingProviderName,
     EmbeddingSpec,
@@ -28,6 +30,7 @@ from knowcode.retrieval.embeddings import (
     create_embedding_provider,
     embeds_in_process,
     l2_normalize,
+    static_query_text,
 )
 from tests.unit.retrieval._local_server import LocalApi, Reply, serving
 
@@ -84,9 +87,24 @@ def test_static_model_is_the_one_model2vec_itself_would_load(offline: None,
     np.testing.assert_array_equal(ours, l2_normalize(theirs))
 
 
-def test_static_is_deterministic_and_ignores_query_flag(static: StaticEmbeddingProvider) -> None:
-    text = ["def read_config(path): return json.load(open(path))"]
+def test_static_is_deterministic_and_short_queries_embed_as_texts(static: StaticEmbeddingProvider) -> None:
+    text = ["def read_config(path): return json.load(open(path))", "how is the config read"]
     np.testing.assert_array_equal(static.embed(text), static.embed(text, query=True))
+
+
+LONG_QUESTION = ("Why does my custom handler for a 500 server error never run when I register it with "
+                 "app.errorhandler in the blueprint, and is_valid is set? It is skipped.")
+
+
+def test_static_long_query_is_embeddedstatic_query_text(static: StaticEmbeddingProvider) -> None:
+    assert len(set(tokenize(LONG_QUESTION))) >= STATIC_QUERY_STOP_TOKENS
+    kept = static_query_text(LONG_QUESTION)
+    words = kept.split()
+    assert "app.errorhandler" in words and "is_valid" in words  # names keep their stop-word parts
+    assert not {"Why", "does", "my", "for", "a", "when", "I", "it", "with", "the", "and", "is"} & set(words)
+    assert words[:4] == ["custom", "handler", "500", "server"]
+    np.testing.assert_array_equal(static.embed([LONG_QUESTION], query=True), static.embed([kept]))
+    assert not np.array_equal(static.embed([LONG_QUESTION], query=True), static.embed([LONG_QUESTION]))
 
 
 def test_static_empty_input(static: StaticEmbeddingProvider) -> None:
