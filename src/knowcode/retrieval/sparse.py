@@ -233,8 +233,12 @@ class SparseIndex:
         of `weights`' terms' BM25 times its weight."""
         scores = np.zeros(len(self._ids), dtype=np.float64)
         documents = self.documents
-        weighted = [(token, 1.0) for token in tokens] + list((weights or {}).items())
-        for token, weight in weighted:
+        # A term the query repeats counts once per repeat, in one pass over its postings: issue reports
+        # repeat their common terms (bench/issues' 100 hold 21,386 query tokens, 8,666 distinct ones).
+        weighted: dict[str, float] = {}
+        for term, weight in [*((token, 1.0) for token in tokens), *(weights or {}).items()]:
+            weighted[term] = weighted.get(term, 0.0) + weight
+        for token, weight in weighted.items():
             frequency, columns = self._columns(token)
             if not frequency:
                 continue

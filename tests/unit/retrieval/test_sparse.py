@@ -53,6 +53,13 @@ def test_scores_follow_the_formula_by_hand() -> None:
     assert index.search("xx", 5) == [("b", pytest.approx(b, rel=1e-12)), ("a", pytest.approx(a, rel=1e-12))]
 
 
+def test_a_repeated_term_counts_once_per_repeat_with_its_expansion_weight() -> None:
+    index = build()
+    once = index.scores(["config"])
+    assert np.allclose(index.scores(["config", "page", "config"], {"config": 0.5, "parse": 0.25}),
+                       2.5 * once + index.scores(["page"]) + 0.25 * index.scores(["parse"]), rtol=1e-12)
+
+
 def _corpus(seed: int, size: int) -> dict[str, str]:
     rng = random.Random(seed)
     words = [f"w{i}" for i in range(40)] + ["config", "render", "page", "parse", "load"]
