@@ -18,7 +18,6 @@ import json
 import os
 import statistics
 import time
-from dataclasses import replace
 
 from corpus_sets import (
     QUESTION_SET,
@@ -29,9 +28,10 @@ from corpus_sets import (
     open_repo,
     store_folder,
 )
+from issue_snapshots import parse_variant
 
 import knowcode
-from knowcode import AppConfig, KnowCode
+from knowcode import KnowCode
 
 
 def _timed(engine: KnowCode, query: str) -> float:
@@ -44,10 +44,11 @@ def main() -> None:
     """Time both configurations on every question and write the medians as JSON."""
     parser = corpus_parser(__doc__, RESULTS / "question_latency.json")
     parser.add_argument("--variant", default='{"query_feedback": 0.0}',
-                        help="AppConfig fields of the configuration timed beside the default (JSON)")
+                        help="AppConfig or RankingSignals fields of the configuration timed beside the "
+                             "default (JSON)")
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
-    variant = replace(AppConfig(), **json.loads(args.variant))
+    _, variant = parse_variant(f"variant={args.variant}")
     default_ms: list[float] = []
     variant_ms: list[float] = []
     with store_folder(args.store_root) as store_root:

@@ -44,6 +44,7 @@ from knowcode.retrieval.reranker import (
     RankingSignals,
     is_long_question,
     mentioned_symbols,
+    reads_calls,
     reads_tokens,
     rerank,
     wants_code_only,
@@ -356,7 +357,12 @@ class RetrievalOrchestrator:
     def _rerank(self, query: str, candidates: Sequence[tuple[Candidate, HitSource]],
                 errors: list[str]) -> list[tuple[Candidate, float]]:
         """Rerank candidates by the cross-encoder or the signals, recording a provider's error once."""
-        ranked, rerank_error = rerank(query, [c for c, _ in candidates], self.signals, self.cross_encoder)
+        chosen = [c for c, _ in candidates]
+        calls: list[tuple[str, str]] = []
+        if reads_calls(query, self.signals):
+            ids = {c.entity.id for c in chosen}
+            calls = [(a, b) for a, b in self.store.callees(ids) if b in ids]
+        ranked, rerank_error = rerank(query, chosen, self.signals, self.cross_encoder, calls)
         if rerank_error and rerank_error not in errors:
             errors.append(rerank_error)
         return ranked

@@ -9,6 +9,7 @@ import pytest
 
 from knowcode.models import Chunk, Entity, EntityKind
 from knowcode.retrieval.reranker import (
+    CALL_SEEDS,
     DEFAULT_TOP_K_MULTIPLIER,
     QUESTION_TOKENS,
     RECENT_SECONDS,
@@ -16,6 +17,7 @@ from knowcode.retrieval.reranker import (
     Candidate,
     RankingSignals,
     is_symbol_query,
+    reads_calls,
     reads_tokens,
     rerank,
     score_signals,
@@ -169,6 +171,28 @@ def test_coverage_rewards_the_chunk_holding_more_of_a_long_question() -> None:
         ("one", pytest.approx(3.0 ** (math.log(2) / total))), ("none", 1.0)]
     short = score_signals(SHORT, [none, one, both], replace(NEUTRAL, coverage=3.0), now=NOW)
     assert [s for _, s in short] == [1.0, 1.0, 1.0]
+
+
+def test_a_long_question_lifts_what_its_first_hits_call_up_to_the_last_seed() -> None:
+    seeds = [_candidate(path=f"s{n}.py", name=f"seed{n}", score=1.0 - n / 10) for n in range(CALL_SEEDS)]
+    last = seeds[-1].score
+    callee = _candidate(path="a.py", name="callee", score=0.3)
+    caller = _candidate(path="b.py", name="caller", score=0.2)
+    other = _candidate(path="c.py", name="other", score=0.25)
+    near = _candidate(path="d.py", name="near", score=0.7 * last)  # lifted, but not above the seeds
+    calls = [(seeds[0].entity.id, callee.entity.id), (caller.entity.id, seeds[1].entity.id),
+             (seeds[2].entity.id, near.entity.id), (other.entity.id, callee.entity.id)]
+    signals = replace(NEUTRAL, callee=2.0)
+    candidates = [*seeds, callee, caller, other, near]
+    ranked = score_signals(LONG, candidates, signals, now=NOW, calls=calls)
+    assert [(c.entity.name, s) for c, s in ranked] == [
+        *((c.entity.name, c.score) for c in seeds), ("near", last), ("callee", pytest.approx(0.6)),
+        ("other", 0.25), ("caller", 0.2)]
+    assert reads_calls(LONG, signals) and not reads_calls(LONG, NEUTRAL)
+    for query in (SHORT, "Engine.run"):  # short queries and symbols are answered by their own words
+        assert not reads_calls(query, signals)
+        assert [c for c, _ in score_signals(query, candidates, signals, now=NOW, calls=calls)] == [
+            *seeds, near, callee, other, caller]
 
 
 @pytest.mark.parametrize("query", [SHORT, "Engine.run", "how are http cookies parsed", LONG, REPORT,
