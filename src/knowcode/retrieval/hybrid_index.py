@@ -30,6 +30,17 @@ def dedupe_by_best_rank(chunk_ids: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(chunk_ids))
 
 
+def admitted_prefix(chunk_ids: Sequence[str], count: int, admitted: Callable[[str], bool]) -> Sequence[str]:
+    """The shortest prefix of a leg's ids that holds `count` admitted ids (the whole list if it holds
+    fewer): a leg cut at a fixed depth of candidates, whatever it holds that the query rules out."""
+    held = 0
+    for position, chunk_id in enumerate(chunk_ids):
+        held += admitted(chunk_id)
+        if held == count:
+            return chunk_ids[:position + 1]
+    return chunk_ids
+
+
 def reciprocal_rank_fusion(sparse_ids: Sequence[str], dense_ids: Sequence[str], *, alpha: float,
                            known: Container[str], limit: int,
                            excluded: Container[str] = frozenset()) -> list[FusedCandidate]:

@@ -34,6 +34,7 @@ from knowcode.retrieval.hybrid_index import (
     RRF_K,
     FusedCandidate,
     HybridIndex,
+    admitted_prefix,
     reciprocal_rank_fusion,
 )
 from knowcode.retrieval.relevance_feedback import DEFAULT_FEEDBACK_WEIGHT, FEEDBACK_DOCUMENTS, expansion_terms
@@ -62,6 +63,10 @@ MAX_LIMIT = 1000  # more entities than this is a dump, not a search
 # limit only appends deeper tiers, so the first k hits of any request are the k-hit answer (issue
 # #11: limit 10 and limit 50 differed on 119 of 120 queries when the whole pool grew with the limit).
 FIRST_TIER_LIMIT = 10
+# How much deeper the legs are asked again when ruled-out chunks leave fewer than the first tier's depth
+# of candidates (a code question in a docs-heavy repository: on one sphinx report, 250 of 300 leg ids
+# were prose). Each round costs a leg scan; x4 reached the depth in one round on bench/issues.
+SHORT_TIER_GROWTH = 4
 # Candidates whose members are read at once (one SQL query, ~10 us a candidate) for their precise
 # entities: the hits' limit and this many more, or 1.5 times the limit. On 360 queries (the latency
 # queries and chunk-text snippets) 10 hits took 10-14 candidates in 97% of searches, 50 hits 50-75
@@ -222,11 +227,20 @@ class RetrievalOrchestrator:
                                                                          dict[str, int], _Prepared]:
         if self.embedder is not None:
             try:
+                per_leg = wanted * CANDIDATE_FACTOR
                 sparse_ids, dense_ids, prepared = self.hybrid.legs_and(
-                    query, wanted * CANDIDATE_FACTOR,
+                    query, per_leg,
                     lambda sparse, dense_pending: self._while_dense(query, sparse, dense_pending))
                 known = set(dense_ids) if prepared.current else self.store.existing_chunk_ids(dense_ids)
-                excluded = self._prose(prepared.code_only, sparse_ids + dense_ids)
+                prose, only_prose = self._prose(prepared.code_only, sparse_ids + dense_ids)
+                while self._first_tier_short(sparse_ids, dense_ids, known, prose, per_leg):
+                    # Ruled-out chunks (a code question in a docs-heavy repository) thinned the legs'
+                    # first tier: ask deeper, so that it holds what a larger limit's would.
+                    per_leg *= SHORT_TIER_GROWTH
+                    sparse_ids, dense_ids = self.hybrid.legs(query, per_leg)
+                    known = set(dense_ids) if prepared.current else self.store.existing_chunk_ids(dense_ids)
+                    prose, only_prose = self._prose(prepared.code_only, sparse_ids + dense_ids)
+                excluded = frozenset() if only_prose else prose
                 fused = self._tiered_fusion(sparse_ids, dense_ids, known, wanted, excluded)
                 if dense_ids and not sparse_ids:
                     # The dense leg always has nearest neighbours, even for words that mean nothing here
@@ -244,30 +258,45 @@ class RetrievalOrchestrator:
         prepared = _Prepared(current=False, named=self._named(query), code_only=False, rows={})  # named only
         return RetrievalMode.LEXICAL, fused, {"sparse": len(sparse)}, prepared
 
-    def _prose(self, code_only: bool, chunk_ids: Sequence[str]) -> frozenset[str]:
+    def _prose(self, code_only: bool, chunk_ids: Sequence[str]) -> tuple[frozenset[str], bool]:
         """The prose and configuration chunks among the ids when the query wants code only (else none),
-        unless every id is one: then they are all there is."""
+        and whether every id is one (then they are all there is)."""
         if not code_only:
-            return frozenset()
+            return frozenset(), False
         languages = self.store.chunk_languages(chunk_ids)
         prose = frozenset(cid for cid, language in languages.items() if is_document_language(language))
-        return prose if len(prose) < len(languages) else frozenset()
+        return prose, len(prose) == len(languages)
 
     def _tiered_fusion(self, sparse_ids: list[str], dense_ids: list[str], known: Container[str],
                        wanted: int, excluded: Container[str] = frozenset()) -> list[FusedCandidate]:
-        """The first tier fused from the legs cut at its own depth (so a deeper request cannot reorder
-        it), then the rest of the fusion of the whole legs, up to `wanted` candidates; `excluded` ids
-        are no candidates."""
+        """The first tier fused from the legs cut where each holds its own depth of admitted ids (so a
+        deeper request cannot reorder it), then the rest of the fusion of the whole legs, up to `wanted`
+        candidates; `excluded` ids are no candidates."""
         tier = FIRST_TIER_LIMIT * self.top_k_multiplier
         depth = tier * CANDIDATE_FACTOR
-        first = reciprocal_rank_fusion(sparse_ids[:depth], dense_ids[:depth], alpha=self.alpha, known=known,
-                                       limit=tier, excluded=excluded)
+        first = reciprocal_rank_fusion(
+            admitted_prefix(sparse_ids, depth, lambda c: c not in excluded),
+            admitted_prefix(dense_ids, depth, lambda c: c in known and c not in excluded),
+            alpha=self.alpha, known=known, limit=tier, excluded=excluded)
         if wanted <= tier:
             return first
         taken = {f.chunk_id for f in first}
         rest = reciprocal_rank_fusion(sparse_ids, dense_ids, alpha=self.alpha, known=known, limit=wanted,
                                       excluded=excluded)
         return first + [f for f in rest if f.chunk_id not in taken][:wanted - len(first)]
+
+    def _first_tier_short(self, sparse_ids: Sequence[str], dense_ids: Sequence[str], known: Container[str],
+                          excluded: Container[str], per_leg: int) -> bool:
+        """Whether a leg that has more to give (it returned all `per_leg` ids asked for) holds fewer
+        admitted ids than the first tier's depth: the ids it left out would then be missing from the
+        first tier of this request and present in that of a deeper one."""
+        if not excluded:
+            return False
+        depth = FIRST_TIER_LIMIT * self.top_k_multiplier * CANDIDATE_FACTOR
+        admitted = (sum(1 for c in sparse_ids if c not in excluded),
+                    sum(1 for c in dense_ids if c in known and c not in excluded))
+        return any(len(ids) == per_leg and count < depth
+                   for ids, count in zip((sparse_ids, dense_ids), admitted, strict=True))
 
     def _candidates(self, fused: Sequence[FusedCandidate], *, named: _Named | None,
                     exclude: Container[str] = (), read: Mapping[str, _Row] | None = None,

@@ -443,6 +443,23 @@ def test_a_long_question_with_only_prose_to_answer_keeps_it(tmp_path_factory: py
         assert {hit.path for hit in kc.search(LONG_REPORT, limit=3)} == {"CHANGES.md"}
 
 
+# More prose chunks matching a long report than the legs' first tier holds, and code that matches less.
+PROSE_HEAVY_REPO = {
+    **{f"notes/note{i}.md": f"# Note {i}\n\nRetry the upload when the server drops the connection.\n"
+       for i in range(400)},
+    **{f"job{i}.py": f"def job_{i}(server):\n    return server.run({i})\n" for i in range(80)},
+}
+
+
+def test_prose_ruled_out_of_the_legs_leaves_the_first_tier_as_deep(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    for kc in _indexed(tmp_path_factory, "prose-heavy", PROSE_HEAVY_REPO):
+        short, long = kc.search(LONG_REPORT, limit=10), kc.search(LONG_REPORT, limit=50)
+        assert all(hit.path.endswith(".py") for hit in long)
+        assert [h.chunk_id for h in short] == [h.chunk_id for h in long[:10]]
+        assert [round(h.score, 12) for h in short] == [round(h.score, 12) for h in long[:10]]
+
+
 def test_a_packed_chunk_is_answered_by_the_member_that_matches(many_kc: KnowCode) -> None:
     [hit] = many_kc.search("save config data", limit=1)
     assert (hit.path, hit.qualified_name) == ("helpers.py", "helpers.save_config")
