@@ -43,6 +43,14 @@ _PATH_WORD = re.compile(r"(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w{0,4}\b"
                         r"|\b[\w-]+\.(?:py|js|jsx|ts|tsx|go|rs|java|rb|php|c|h|cc|cpp|hpp|cs|kt|swift|scala"
                         r"|ex|exs|lua|sh|zig|hs)\b")
 _LEADING_ROOT = re.compile(r"^(?:\.?/)+")  # "/abs/x.py", "./x.py": compared without it
+# Traceback frames, as (path, function): Python's `File "path", line 12, in func`, V8's
+# `at Obj.func (path:12:5)`, the JVM's `at pkg.Cls.func(Cls.java:12)`. A frame names the function
+# the failure passed through, which is where an issue's fix often goes.
+_FRAMES = (re.compile(r'File "(?P<path>[^"\n]+)", line \d+, in (?P<name>[A-Za-z_]\w*)'),
+           re.compile(r"\bat (?:async )?(?:[\w$]+\.)*(?P<name>[A-Za-z_$][\w$]*)"
+                      r" \((?P<path>[^()\s]+?):\d+:\d+\)"),
+           re.compile(r"\bat (?:[\w$]+\.)+(?P<name>[A-Za-z_$][\w$]*)"
+                      r"\((?P<path>[\w$-]+\.(?:java|kt|scala|groovy)):\d+\)"))
 # Quoted text of several words in a question is usually an error message copied from the output. A
 # quoted single word or expression (`'order'`, `np.float16`) is no such evidence: issue reports quote
 # dozens, and boosting every chunk holding one cost 0.09 function Recall@10 on bench/issues. An
@@ -101,6 +109,7 @@ class RankingSignals:
     file_name: float = 1.25  # per query word naming the file or its folder (at most 2 words)
     phrase: float = 2.0  # a quoted phrase of the query (an error message) occurs in the chunk
     path_mention: float = 2.0  # the query names the chunk's file (a traceback frame, a path in an issue)
+    frame: float = 2.0  # a traceback frame of the query names the chunk's entity in the chunk's file
     path_penalty: float = 0.5  # tests, examples, docs, benchmarks, compat shims, .d.ts
     prose_penalty: float = 0.5  # prose and config files (Markdown, reST, text, INI, ...) for a code question
     reexport_penalty: float = 0.6  # module-level chunk of an __init__.py / index.ts re-export file
@@ -183,6 +192,7 @@ class _Query:
     mentions: tuple[str, ...]  # code words of a word query, lower-cased, with a leading dot
     phrases: tuple[tuple[str, ...], ...]  # per quoted phrase: itself, or its PHRASE_WINDOW_WORDS windows
     paths: tuple[str, ...]  # file paths the query names, without a leading "/" or "./"
+    frames: tuple[tuple[str, str], ...]  # (path, function) of each traceback frame the query holds
     word_share: float  # how much one query word counts: 1 up to SHORT_QUERY_WORDS words, then less
     diversity_share: float  # how strongly further chunks of a ranked file are damped: less in long queries
 
@@ -216,11 +226,12 @@ class _Query:
                        phrases=_phrases(stripped),
                        paths=tuple(dict.fromkeys(_LEADING_ROOT.sub("", path)
                                                  for path in _PATH_WORD.findall(stripped))),
+                       frames=_frames(stripped),
                        **shares)
         parts = [p for p in re.split(r"\.|::|#|->", stripped.removesuffix("()")) if p]
         dotted = "." + ".".join(parts).lower() if len(parts) > 1 else ""
         return cls(stripped.lower(), words, frozenset(tokenize(" ".join(parts))), parts[-1], dotted,
-                   mentions=(), phrases=(), paths=(), **shares)
+                   mentions=(), phrases=(), paths=(), frames=(), **shares)
 
 
 def _diversity_share(tokens: int) -> float:
@@ -247,6 +258,12 @@ def _coverage(candidates: Sequence[Candidate], query: _Query) -> list[float]:
     # changed the last digits of a long question's scores from one process to the next)
     total = math.fsum(weight.values())
     return [query.long_share * math.fsum(weight[word] for word in words) / total for words in held]
+
+
+def _frames(query: str) -> tuple[tuple[str, str], ...]:
+    """The traceback frames of the query, as (path without a leading root, function), each once."""
+    found = (match for pattern in _FRAMES for match in pattern.finditer(query))
+    return tuple(dict.fromkeys((_LEADING_ROOT.sub("", m["path"]), m["name"]) for m in found))
 
 
 def _phrases(query: str) -> tuple[tuple[str, ...], ...]:
@@ -306,6 +323,8 @@ def _signal_factor(candidate: Candidate, query: _Query, signals: RankingSignals,
         factor *= signals.file_name ** (min(2, len(query.words & path_words)) * query.word_share)
         if any(same_file(chunk.path, mentioned) for mentioned in query.paths):
             factor *= signals.path_mention
+        if any(name == entity.name and same_file(chunk.path, path) for path, name in query.frames):
+            factor *= signals.frame
     if penalised:
         factor *= signals.path_penalty
     if reexport and entity.parent_id is None:

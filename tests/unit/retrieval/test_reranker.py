@@ -263,3 +263,16 @@ def test_cross_encoder_order_and_fallback_on_error() -> None:
 ])
 def test_a_path_the_query_names(query: str, path: str, expected: float) -> None:
     assert _factor(query, _candidate(path=path), path_mention=2.0) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("query", "path", "name", "expected"), [
+    ('Traceback:\n  File "/srv/site-packages/pkg/core/engine.py", line 3, in run\n    boom()',
+     "pkg/core/engine.py", "run", 2.0),
+    ("TypeError: x\n    at Engine.run (/app/src/pkg/engine.js:12:5)", "src/pkg/engine.js", "run", 2.0),
+    ("java.lang.NullPointerException\n\tat com.acme.Engine.run(Engine.java:42)", "src/com/acme/Engine.java",
+     "run", 2.0),
+    ('File "/srv/pkg/core/engine.py", line 3, in stop', "pkg/core/engine.py", "run", 1.0),  # another function
+    ('File "/srv/pkg/other.py", line 3, in run', "pkg/core/engine.py", "run", 1.0),  # another file
+])
+def test_a_traceback_frame_names_its_function(query: str, path: str, name: str, expected: float) -> None:
+    assert _factor(query, _candidate(path=path, name=name), frame=2.0) == pytest.approx(expected)
