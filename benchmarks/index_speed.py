@@ -565,6 +565,34 @@ def timelines(folder: Path, trees: list[tuple[str, str]], repeats: int) -> dict[
     return result
 
 
+_QUERY_COMPILE = r"""
+import json, time
+from tree_sitter import Language, Query
+from knowcode.indexing.languages import GRAMMARS
+times = {}
+for spec in GRAMMARS.values():
+    language = Language(spec.grammar())
+    started = time.perf_counter()
+    Query(language, spec.query)
+    times[spec.name] = time.perf_counter() - started
+print(json.dumps(times))
+"""
+
+
+def query_compile(trees: list[tuple[str, str]], repeats: int) -> dict[str, dict[str, float]]:
+    """Milliseconds to compile each language's tree-sitter query, the median over fresh processes
+    (every parser process compiles the queries of the languages it meets), per code, interleaved."""
+    runs: dict[str, list[dict[str, float]]] = {}
+    for _ in range(repeats):
+        for label, python in trees:
+            out = subprocess.run([python, "-c", _QUERY_COMPILE], check=True, capture_output=True,
+                                 text=True).stdout
+            runs.setdefault(label, []).append(json.loads(out))
+    return {label: {name: round(1000 * statistics.median(run[name] for run in label_runs), 1)
+                    for name in label_runs[0]}
+            for label, label_runs in runs.items()}
+
+
 def profile(folder: Path, top: int) -> list[dict[str, object]]:
     """The top of a cProfile of one cold `index_repository` run in one process (one parser, so the
     profile sees parsing and everything after it), by own time."""
@@ -605,6 +633,8 @@ def main() -> None:
     parser.add_argument("--dense-only", action="store_true",
                         help="--big runs with the default embedding model only (not also without vectors)")
     parser.add_argument("--profile", type=Path, help="a tree to profile one cold index_repository run on")
+    parser.add_argument("--query-compile", action="store_true",
+                        help="time compiling each language's tree-sitter query (fresh processes)")
     parser.add_argument("--timeline", type=Path,
                         help="a tree to time each phase of a whole cold engine.index() on (wall and CPU)")
     parser.add_argument("--cpu", type=Path, nargs="*", default=[],
@@ -624,7 +654,7 @@ def main() -> None:
     today = time.strftime("%Y-%m-%d")  # each section says when it was measured: a run may redo only some
     trees = _trees(args)
     if args.corpus or not (args.corpora or args.big or args.profile or args.check_content or args.cpu
-                           or args.check_search or args.timeline or args.worker_cpu):
+                           or args.check_search or args.timeline or args.worker_cpu or args.query_compile):
         rows = [measure("stdlib-subset", None, args.repeats)]
         rows += [measure(_name(folder), folder, args.repeats) for folder in args.corpus]
         header = ("corpus", "files", "lines", "cold_seconds", "cold_lines_per_s", "cold_files_per_s",
@@ -657,6 +687,9 @@ def main() -> None:
         results["content_check"] = {"measured_at": today, "rows": content_check(args.check_content, trees)}
     if args.check_search:
         results["search_check"] = {"measured_at": today, "rows": search_check(args.check_search, trees)}
+    if args.query_compile:
+        results["query_compile_ms"] = {"measured_at": today, **query_compile(trees, args.repeats)}
+        print(json.dumps(results["query_compile_ms"]))
     if args.profile:
         results["profile"] = {"measured_at": today, "corpus": _name(args.profile),
                               "top_by_own_time": profile(args.profile, 25)}

@@ -212,8 +212,7 @@ def _collect_definitions(matches: list[tuple[int, dict[str, list[Node]]]],
     definitions: list[_Definition] = []
     kinds = _DEFINITION_KINDS
     for _, captures in matches:
-        if "name" not in captures:
-            continue
+        named = captures.get("name")
         for capture, nodes in captures.items():
             kind = kinds.get(capture)
             if kind is None:
@@ -221,14 +220,18 @@ def _collect_definitions(matches: list[tuple[int, dict[str, list[Node]]]],
                     EntityKind(capture[len(_DEFINITION_PREFIX):])  # raises ValueError, naming it
                 continue
             core = nodes[0]
+            # A pattern may leave the name to the node's `name` field: tree-sitter analyses every
+            # pattern with a child against the whole parse table when the query is compiled, and a
+            # child under a large rule (Swift's function_declaration) cost ~0.2 s a process.
+            name = named[0] if named else core.child_by_field_name("name")
             span = (core.start_byte, core.end_byte)
-            if span in seen:
+            if name is None or span in seen:
                 continue
             seen.add(span)
             receiver = captures.get("receiver")
             node = _outermost(core, spec)
             definitions.append(_Definition(
-                node=node, core=core, kind=kind, name=_text(captures["name"][0]),
+                node=node, core=core, kind=kind, name=_text(name),
                 receiver=_text(receiver[0]) if receiver else "", start=node.start_byte, end=node.end_byte))
     definitions.sort(key=lambda d: (d.start, -d.end))
     stack: list[_Definition] = []

@@ -5,7 +5,8 @@ from knowcode.indexing.languages.base import Grammar, LanguageSpec
 # The grammar gives every equation of a function its own node; only the first equation of each
 # function becomes the entity: the first child, or one after a declaration that is not an equation
 # of the same function.
-_EQUATION = "(function name: (variable) @name) @definition.function"
+_EQUATION = "(function) @definition.function"  # named by its `name` field (the parser's default): cheaper
+_NAMED_EQUATION = "(function name: (variable) @name) @definition.function"  # to compile than a child pattern
 _INSTANCE_SEPARATORS = ("signature", "bind", "pragma", "comment", "cpp", "type_instance", "data_instance")
 _SEPARATORS = ("signature", "bind", "pragma", "comment", "cpp", "haddock", "fixity")
 _TOP_SEPARATORS = (*_SEPARATORS, "data_type", "newtype", "type_synonym", "class", "instance", "type_family",
@@ -17,7 +18,7 @@ _TOP_SEPARATORS = (*_SEPARATORS, "data_type", "newtype", "type_synonym", "class"
 def _first_equations(separators: tuple[str, ...]) -> list[str]:
     # one pattern per separator: an alternation before an anchor matches nothing in tree-sitter 0.26
     return [f". {_EQUATION}",
-            f"(function name: (variable) @_previous) . {_EQUATION} (#not-eq? @_previous @name)",
+            f"(function name: (variable) @_previous) . {_NAMED_EQUATION} (#not-eq? @_previous @name)",
             *(f"({separator}) . {_EQUATION}" for separator in separators)]
 
 

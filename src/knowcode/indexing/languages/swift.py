@@ -5,7 +5,7 @@ from knowcode.indexing.languages.base import Grammar, LanguageSpec
 # Members of an `extension T` are captured with @receiver T, so they join T when it is in the file.
 # Function patterns are tied to where the function sits, so no function is matched twice.
 _MEMBERS = r"""
-  [(function_declaration name: (simple_identifier) @name)
+  [(function_declaration)
    (init_declaration "init" @name)
    (deinit_declaration "deinit" @name)] @definition.function"""
 
@@ -17,8 +17,8 @@ QUERY = rf"""
 (typealias_declaration name: (type_identifier) @name) @definition.type
 (protocol_function_declaration name: (simple_identifier) @name) @definition.function
 
-(source_file (function_declaration name: (simple_identifier) @name) @definition.function)
-(statements (function_declaration name: (simple_identifier) @name) @definition.function)
+(source_file (function_declaration) @definition.function)
+(statements (function_declaration) @definition.function)
 (class_declaration declaration_kind: ["class" "actor" "struct" "enum"]
   body: [(class_body {_MEMBERS}) (enum_class_body {_MEMBERS})])
 (class_declaration declaration_kind: "extension" name: (user_type . (type_identifier) @receiver)

@@ -29,7 +29,10 @@ class Circle: Base, Shape {
     private func helper() -> Double { abs(r) }
 }
 
-struct Point: Hashable { let x: Int }
+struct Point: Hashable {
+    let x: Int
+    static func == (a: Point, b: Point) -> Bool { a.x == b.x }
+}
 
 enum Color: String { case red, green }
 
@@ -50,18 +53,19 @@ def _parse() -> ParsedSource:
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
     assert entity_rows(_parse()) == [
-        ("module", "Sources.Shapes", 1, 37),
+        ("module", "Sources.Shapes", 1, 40),
         ("interface", "Sources.Shapes.Shape", 5, 7),
         ("method", "Sources.Shapes.Shape.area", 6, 6),
         ("class", "Sources.Shapes.Circle", 10, 24),
         ("method", "Sources.Shapes.Circle.init", 13, 16),
         ("method", "Sources.Shapes.Circle.area", 18, 21),
         ("method", "Sources.Shapes.Circle.helper", 23, 23),
-        ("struct", "Sources.Shapes.Point", 26, 26),
-        ("enum", "Sources.Shapes.Color", 28, 28),
-        ("method", "Sources.Shapes.Circle.scaled", 32, 32),  # declared in `extension Circle`
-        ("type", "Sources.Shapes.Names", 35, 35),
-        ("function", "Sources.Shapes.top", 37, 37),
+        ("struct", "Sources.Shapes.Point", 26, 29),
+        ("method", "Sources.Shapes.Point.==", 28, 28),  # an operator, named by the `name` field
+        ("enum", "Sources.Shapes.Color", 31, 31),
+        ("method", "Sources.Shapes.Circle.scaled", 35, 35),  # declared in `extension Circle`
+        ("type", "Sources.Shapes.Names", 38, 38),
+        ("function", "Sources.Shapes.top", 40, 40),
     ]
 
 
@@ -92,9 +96,9 @@ def test_references() -> None:
         ("calls", "Sources.Shapes.Circle.area", "Double", 20, ""),
         ("calls", "Sources.Shapes.Circle.helper", "abs", 23, ""),
         ("inherits", "Sources.Shapes.Point", "Hashable", 26, ""),
-        ("inherits", "Sources.Shapes.Color", "String", 28, ""),
-        ("calls", "Sources.Shapes.Circle.scaled", "Circle", 32, ""),
-        ("calls", "Sources.Shapes.top", "Circle", 37, ""),
-        ("calls", "Sources.Shapes.top", "area", 37, ""),
-        ("calls", "Sources.Shapes.top", "Log.shared.info", 37, ""),
+        ("inherits", "Sources.Shapes.Color", "String", 31, ""),
+        ("calls", "Sources.Shapes.Circle.scaled", "Circle", 35, ""),
+        ("calls", "Sources.Shapes.top", "Circle", 40, ""),
+        ("calls", "Sources.Shapes.top", "area", 40, ""),
+        ("calls", "Sources.Shapes.top", "Log.shared.info", 40, ""),
     }
