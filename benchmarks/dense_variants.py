@@ -149,15 +149,16 @@ def dense_texts(store: Store, builder: Callable[[ChunkRow], str]) -> dict[str, s
             for r in rows}
 
 
-_VECTORS = search_index._vectors  # the real one, whatever is patched in later
+_EMBED = search_index._embed  # the real one, whatever is patched in later
+WHOLE_TEXT = 1 << 30  # DENSE_TEXT_CHARS while a variant embeds: its texts are embedded whole
 
 
 def embedding(texts: dict[str, str]) -> Callable[..., Any]:
-    """`search_index._vectors` embedding `texts` instead of the heads it is given."""
-    def vectors(previous: Any, provider: Any, chunk_ids: list[str], _heads: dict[str, str],
-                rebuild: bool) -> Any:
-        return _VECTORS(previous, provider, chunk_ids, texts, rebuild)
-    return vectors
+    """`search_index._embed` embedding `texts` (by chunk id) instead of the heads the rows carry."""
+    def embed(provider: Any, rows: Any, reused: dict[str, Any], progress: Any) -> Any:
+        heads = [texts.get(cid, head) for cid, head in zip(rows.ids, rows.heads, strict=True)]
+        return _EMBED(provider, replace(rows, heads=heads), reused, progress)
+    return embed
 
 
 @dataclass
@@ -208,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     embed_seconds: dict[str, float] = {v.name: 0.0 for v in variants}
     chars: dict[str, list[int]] = {v.name: [] for v in variants}
     for repo in repos:
-        search_index._vectors = _VECTORS
+        search_index._embed = _EMBED
         search_index.DENSE_TEXT_CHARS = DENSE_TEXT_CHARS
         base = open_repo(repo, args.store_root)
         base.index()
@@ -222,8 +223,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             finally:
                 store.close()
             texts_seconds = time.perf_counter() - started
-            search_index._vectors = embedding(by_id)
-            search_index.DENSE_TEXT_CHARS = -(k + 1)  # a distinct recorded value per variant
+            search_index._embed = embedding(by_id)
+            search_index.DENSE_TEXT_CHARS = WHOLE_TEXT + k  # a distinct recorded value per variant
             config = replace(AppConfig(), embedding_model=str(v.model) if v.model else "")
             hybrid = knowcode.open(base.root, store=base.store_dir, config=config)
             dense = knowcode.open(base.root, store=base.store_dir, config=replace(config, hybrid_alpha=1.0))
@@ -249,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(f"[{repo.name}] {v.name}: file dense {_m(r['file']['dense'], repo.name)} hybrid "
                   f"{_m(r['file']['hybrid'], repo.name)}; span dense {_m(r['span']['dense'], repo.name)} "
                   f"hybrid {_m(r['span']['hybrid'], repo.name)}", file=sys.stderr, flush=True)
-    search_index._vectors = _VECTORS
+    search_index._embed = _EMBED
     search_index.DENSE_TEXT_CHARS = DENSE_TEXT_CHARS
     table: dict[str, Any] = {}
     for v in variants:
