@@ -12,10 +12,16 @@ throughput, p50/p90/p99 latency and errors (any non-200 answer or failed request
 seconds the server's processes spent per request. Writes benchmarks/results/serve_load.json. Traffic
 goes to 127.0.0.1 only; every run is bounded in time.
 
+The clients are Python threads by default (`--generator python`): they share the machine's cores with
+the server, and on 2 cores they take a good part of one, which caps what a second worker can show.
+`--generator wrk` sends the same requests from wrk (a C load generator, Debian's `wrk` package; one
+thread per core, the clients as its connections), whose own CPU is a fraction of theirs; its latencies
+are over all requests (no per-kind split).
+
     python benchmarks/serve_load.py [--corpus DIR --store DIR] [--chunks 20000] [--levels 1,2,4,8,16]
         [--workers 1,2] [--baseline-src ../main/src [--baseline-python ../main/.venv/bin/python]
         [--baseline-workers 1,2] [--baseline-store DIR]]
-        [--seconds 10] [--rounds 2]
+        [--seconds 10] [--rounds 2] [--generator wrk]
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -172,6 +179,62 @@ def _load(base: str, clients: int, seconds: float) -> tuple[list[_Client], float
     return workers, time.monotonic() - load_started
 
 
+# wrk's script: each thread cycles through the same requests as a Python client, from its own offset,
+# and prints its summary as one JSON line when the run is done.
+_WRK_SCRIPT = r"""
+local requests, counter, threads = {}, 0, {}
+function setup(thread) thread:set("offset", #threads); table.insert(threads, thread) end
+function init(args)
+  for i = 1, #args, 2 do
+    if args[i] == "GET" then table.insert(requests, wrk.format("GET", args[i + 1]))
+    else table.insert(requests, wrk.format("POST", "/api/v1/context/query",
+                                           {["Content-Type"] = "application/json"}, args[i + 1])) end
+  end
+  counter = offset or 0
+end
+function request() counter = counter + 1; return requests[(counter % #requests) + 1] end
+function done(summary, latency, _)
+  local e = summary.errors
+  io.write(string.format(
+    '{"requests": %d, "duration_us": %d, "errors": %d, ' ..
+    '"p50_us": %d, "p90_us": %d, "p99_us": %d, "max_us": %d}\n',
+    summary.requests, summary.duration, e.connect + e.read + e.write + e.status + e.timeout,
+    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max))
+end
+"""
+
+
+def _wrk_arguments() -> list[str]:
+    """The requests a Python client sends, in its order, as the wrk script's arguments."""
+    arguments = []
+    for query in QUERIES:
+        arguments += ["GET", str(httpx.URL("/api/v1/search", params={"q": query, "limit": 10}))]
+        arguments += ["POST", json.dumps({"query": query, "max_tokens": CONTEXT_MAX_TOKENS})]
+    return arguments
+
+
+def _wrk_level(base: str, clients: int, seconds: float, cpu_before: float, pid: int) -> dict[str, Any]:
+    """One load level driven by wrk: the same figures as `_level`, latencies over all requests."""
+    with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
+        script.write(_WRK_SCRIPT)
+        script.flush()
+        threads = max(1, min(clients, os.cpu_count() or 1))
+        command = ["wrk", "-t", str(threads), "-c", str(clients), "-d", f"{seconds:g}s", "--timeout", "60s",
+                   "-s", script.name, base.removesuffix("/api/v1"), "--", *_wrk_arguments()]
+        out = subprocess.run(command, check=True, capture_output=True, text=True,
+                             timeout=seconds + 120).stdout
+    cpu = _cpu_seconds(pid) - cpu_before
+    run = json.loads(out.strip().splitlines()[-1])
+    elapsed = run["duration_us"] / 1e6
+    requests = run["requests"]
+    latency = {"requests": requests - run["errors"], **{f"{key}_ms": round(run[f"{key}_us"] / 1000, 2)
+                                                         for key in ("p50", "p90", "p99", "max")}}
+    return {"seconds": round(elapsed, 1), "requests": requests, "errors": run["errors"], "error_samples": [],
+            "throughput_rps": round(requests / elapsed, 1),
+            "server_cpu_ms_per_request": round(cpu * 1000 / requests, 1) if requests else None,
+            "latency": {"all": latency, "search": {}, "context": {}}}
+
+
 def _level(workers: list[_Client], elapsed: float, cpu: float) -> dict[str, Any]:
     by_kind = {kind: [s for w in workers for s in w.samples[kind]] for kind in ("search", "context")}
     everything = [*by_kind["search"], *by_kind["context"]]
@@ -183,8 +246,8 @@ def _level(workers: list[_Client], elapsed: float, cpu: float) -> dict[str, Any]
             "latency": {"all": _summary(everything), **{kind: _summary(s) for kind, s in by_kind.items()}}}
 
 
-def _serve(setup: ServerSetup, root: Path, store: Path, levels: list[int],
-           seconds: float) -> tuple[dict[int, dict[str, Any]], dict[str, Any], float]:
+def _serve(setup: ServerSetup, root: Path, store: Path, levels: list[int], seconds: float,
+           generator: str = "python") -> tuple[dict[int, dict[str, Any]], dict[str, Any], float]:
     """Start one server configuration, load it at every level, stop it."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k != "KNOWCODE_API_TOKEN"}
@@ -212,9 +275,12 @@ def _serve(setup: ServerSetup, root: Path, store: Path, levels: list[int],
         rss = _rss_mb(server.pid)
         for clients in levels:
             cpu_before = _cpu_seconds(server.pid)
-            workers, elapsed = _load(base, clients, seconds)
-            results[clients] = {**_level(workers, elapsed, _cpu_seconds(server.pid) - cpu_before),
-                                "server_rss_mb_after_warmup": rss}
+            if generator == "wrk":
+                level = _wrk_level(base, clients, seconds, cpu_before, server.pid)
+            else:
+                workers, elapsed = _load(base, clients, seconds)
+                level = _level(workers, elapsed, _cpu_seconds(server.pid) - cpu_before)
+            results[clients] = {**level, "server_rss_mb_after_warmup": rss}
     finally:
         server.terminate()
         server.wait(60)
@@ -249,8 +315,12 @@ def main() -> None:
                         help="the baseline's interpreter, e.g. its .venv/bin/python (default: this one)")
     parser.add_argument("--seconds", type=float, default=10.0, help="per level")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--generator", choices=("python", "wrk"), default="python",
+                        help="the load generator: Python client threads, or wrk (see above)")
     parser.add_argument("--out", type=Path, default=RESULTS / "serve_load.json")
     args = parser.parse_args()
+    if args.generator == "wrk" and shutil.which("wrk") is None:
+        parser.error("--generator wrk needs wrk on the PATH (Debian: apt-get install wrk)")
     seconds = min(max(args.seconds, 1.0), MAX_SECONDS)
     levels = sorted({min(max(int(n), 1), MAX_CLIENTS) for n in args.levels.split(",")})
     setups = [ServerSetup(f"this checkout, {n} worker{'s' if int(n) > 1 else ''}", None, int(n))
@@ -270,7 +340,8 @@ def main() -> None:
         for round_number in range(rounds):
             order = setups if round_number % 2 == 0 else setups[::-1]  # interleaved: no setup always first
             for setup in order:
-                results, stats, ready = _serve(setup, root, setup.store or store, levels, seconds)
+                results, stats, ready = _serve(setup, root, setup.store or store, levels, seconds,
+                                               args.generator)
                 measured[setup.label].append(results)
                 startup.setdefault(setup.label, round(ready, 1))
                 print(f"round {round_number + 1} {setup.label}: " + ", ".join(
@@ -284,6 +355,7 @@ def main() -> None:
         "command": " ".join(["python", "benchmarks/serve_load.py", *sys.argv[1:]]),
         "corpus": {"files": stats["files"], "lines": stats["lines"], "chunks": stats["chunks"]},
         "seconds_per_level": seconds, "rounds": rounds, "context_max_tokens": CONTEXT_MAX_TOKENS,
+        "generator": args.generator,
         "startup_seconds": startup, "runs": runs,
     }
     print(json.dumps(result, indent=2))
