@@ -125,7 +125,8 @@ def _progress() -> AbstractContextManager[ProgressCallback]:
 
 @app.command()
 def index(
-    path: Annotated[Path, typer.Argument(help="Repository folder.", show_default="current folder")] = Path(),
+    path: Annotated[Path | None, typer.Argument(help="Repository folder (same as --repo).")] = None,
+    repo: RepoOption = Path("."),
     store: StoreOption = None,
     config: ConfigOption = None,
     rebuild_vectors: Annotated[bool, typer.Option(
@@ -134,7 +135,7 @@ def index(
 ) -> None:
     """Index a repository, or bring its index up to date (only changed files are parsed)."""
     with _errors(), _progress() as progress:
-        report = _open(path, store, config, progress).index(rebuild_vectors=rebuild_vectors)
+        report = _open(path or repo, store, config, progress).index(rebuild_vectors=rebuild_vectors)
     typer.echo(render.index_report_json(report) if json else render.index_report_text(report))
 
 

@@ -97,6 +97,12 @@ def test_index_json_lists_added_paths(runner: CliRunner, repo: Path, store: Path
     assert not (Path(runner.env["KNOWCODE_CACHE_DIR"] or "") / "indexes").exists()
 
 
+def test_index_takes_the_repository_as_repo_too(runner: CliRunner, repo: Path, store: Path) -> None:
+    # as every other command does (`search --repo`, `stats --repo`)
+    report = run_json(runner, "index", "--repo", repo, "--store", store, "--json")
+    assert report["added"] == ["README.md", "shapes.py"]
+
+
 def test_second_index_run_parses_nothing(runner: CliRunner, repo: Path, store: Path) -> None:
     run_json(runner, "index", repo, "--store", store, "--json")
     report = run_json(runner, "index", repo, "--store", store, "--json")
