@@ -18,7 +18,7 @@ from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
-from knowcode.indexing.languages import is_document_language
+from knowcode.indexing.languages import is_document_language, spec_for
 from knowcode.indexing.tokenizer import token_set, tokenize
 from knowcode.models import Chunk, Entity, HitSource, RetrievalMode, SearchHit
 from knowcode.retrieval.completeness import expand_dependencies, hit_for
@@ -421,11 +421,9 @@ class RetrievalOrchestrator:
         entity's own lines and name do. The members of every candidate are read at once (one query);
         each candidate's lines are matched only when the caller takes it (the hits are complete after
         about half the window)."""
-        members: dict[str, list[Entity]] = {}
-        spans = [(c.entity.id, c.chunk.start_line, c.chunk.end_line) for c, _ in ranked]
-        for member in self.store.members_within(spans) if spans else ():
-            if member.parent_id is not None:
-                members.setdefault(member.parent_id, []).append(member)
+        spans = [(c.entity.id, c.chunk.start_line, c.chunk.end_line, _beside(c.entity.language))
+                 for c, _ in ranked]
+        members = self.store.members_within(spans) if spans else {}
         if not members:
             yield from ranked
             return
@@ -450,6 +448,12 @@ class RetrievalOrchestrator:
                 if best is not None:
                     candidate = replace(candidate, entity=best)
             yield candidate, score
+
+
+def _beside(language: str) -> bool:
+    """Whether the language declares methods beside their type (LanguageSpec.members_beside_types)."""
+    spec = spec_for(language)
+    return spec is not None and spec.members_beside_types
 
 
 def _within(entity: Entity, chunk: Chunk) -> bool:

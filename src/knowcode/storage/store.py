@@ -568,20 +568,33 @@ class Store:
                 found.setdefault(row[5], ([], row[11]))[0].append(_entity(row))
         return found
 
-    def members_within(self, spans: Iterable[tuple[str, int, int]]) -> list[Entity]:
-        """The direct children of each (entity id, first line, last line) that lie wholly inside those
-        lines (the members a chunk of the entity packs), in file order."""
+    def members_within(self, spans: Iterable[tuple[str, int, int, bool]]) -> dict[str, list[Entity]]:
+        """For each (entity id, first line, last line, beside): the members a chunk of the entity packs,
+        in file order: its direct children that lie wholly inside those lines, and, when `beside`, the
+        entities declared there for one of those children from outside it (a Go method beside its
+        struct, a Rust `impl` or a Swift `extension` beside its type), which are that child's children.
+
+        :return: the members by entity id (entities without any are left out).
+        """
         unique = list(dict.fromkeys(spans))
-        found: list[Entity] = []
-        for start in range(0, len(unique), _BATCH // 3):  # three parameters a span
-            batch = unique[start:start + _BATCH // 3]
-            values = ",".join("(?, ?, ?)" for _ in batch)
-            sql = (f"WITH span(parent, first, last) AS (VALUES {values}) SELECT {_ENTITY_COLUMNS} FROM span "
-                   "JOIN entities ON parent_id = span.parent AND start_line >= span.first "
-                   "AND end_line <= span.last")
-            parameters = [value for span in batch for value in span]
-            found.extend(map(_entity, self.connection.execute(sql, parameters).fetchall()))
-        return sorted(found, key=lambda e: (e.path, e.start_line, e.id))
+        found: dict[str, list[Entity]] = {}
+        columns = ", ".join(f"m.{column.strip()}" for column in _ENTITY_COLUMNS.split(","))
+        direct = "JOIN entities m ON m.parent_id = owner AND m.start_line >= first AND m.end_line <= last"
+        # the second query only when asked: a longer statement costs its preparation in every search
+        beside = ("JOIN entities p ON p.parent_id = owner JOIN entities m ON m.parent_id = p.id "
+                  "AND m.start_line >= first AND m.end_line <= last "
+                  "AND (m.start_line > p.end_line OR m.end_line < p.start_line)")
+        for join, asked in ((direct, unique), (beside, [span for span in unique if span[3]])):
+            for start in range(0, len(asked), _BATCH // 3):  # three parameters a span
+                batch = asked[start:start + _BATCH // 3]
+                values = ",".join("(?, ?, ?)" for _ in batch)
+                sql = (f"WITH span(owner, first, last) AS (VALUES {values}) "
+                       f"SELECT owner, {columns} FROM span {join}")
+                parameters = [value for owner, first, last, _ in batch for value in (owner, first, last)]
+                for row in self.connection.execute(sql, parameters).fetchall():
+                    found.setdefault(row[0], []).append(_entity(row[1:]))
+        return {owner: sorted(members, key=lambda e: (e.start_line, e.id))
+                for owner, members in found.items()}
 
     def file_records_in(self, paths: Iterable[str]) -> dict[str, FileRecord]:
         """The indexed records of the given files (missing paths are left out)."""

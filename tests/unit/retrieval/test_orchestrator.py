@@ -467,6 +467,29 @@ def test_a_packed_chunk_is_answered_by_the_member_that_matches(many_kc: KnowCode
     assert hit.text == "def save_config(path, data):\n    return write(path, data)"
 
 
+# Methods declared beside their type, in files small enough to be one packed chunk.
+RECEIVER_REPO = {
+    "shapes.go": ("package shapes\n\ntype Circle struct {\n\tR float64\n}\n\n"
+                  "func NewCircle(r float64) *Circle { return &Circle{R: r} }\n\n"
+                  "func (c *Circle) Scaled(factor float64) *Circle {\n"
+                  "\treturn &Circle{R: c.R * factor}\n}\n"),
+    "lib.rs": ("pub struct Square {\n    side: f64,\n}\n\nimpl Square {\n"
+               "    pub fn grown(&self, margin: f64) -> Square {\n"
+               "        Square { side: self.side + margin }\n    }\n}\n"),
+}
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("scaled circle factor", ("shapes.go", "shapes.Circle.Scaled", 9, 11)),
+    ("grown square margin", ("lib.rs", "lib.Square.grown", 6, 8)),
+])
+def test_a_packed_method_declared_beside_its_type_answers_for_the_chunk(
+        tmp_path_factory: pytest.TempPathFactory, query: str, expected: tuple[str, str, int, int]) -> None:
+    for kc in _indexed(tmp_path_factory, "receivers", RECEIVER_REPO):
+        hit = kc.search(query, limit=1)[0]
+        assert (hit.path, hit.qualified_name, hit.start_line, hit.end_line) == expected
+
+
 def test_exact_hits_start_at_the_definition(many_kc: KnowCode) -> None:
     [hit] = many_kc.search('"reset_cache"', limit=1)
     assert (hit.qualified_name, hit.start_line, hit.end_line) == ("helpers.reset_cache", 9, 10)

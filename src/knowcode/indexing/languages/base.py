@@ -59,5 +59,9 @@ class LanguageSpec:
     wrapper_types: frozenset[str] = frozenset()
     body_field: str = "body"  # the field whose start ends the signature
     docstring_in_body: bool = False  # Python-style: the first string statement of the body
+    # Methods may be declared outside their type, beside it (Go receivers, Rust `impl`, Swift
+    # `extension`, Kotlin extension functions, C++ `Type::method`, Haskell instances): search then
+    # also looks among a packed chunk's members for such a method (Store.members_within).
+    members_beside_types: bool = False
     # Receiver texts that mean "the enclosing class" for call resolution.
     self_names: frozenset[str] = field(default_factory=lambda: frozenset({"self", "this"}))

@@ -67,4 +67,5 @@ SPEC = LanguageSpec(
     query=QUERY,
     wrapper_types=frozenset({"template_declaration", "type_definition"}),
     self_names=frozenset({"this"}),
+    members_beside_types=True,
 )

@@ -51,4 +51,5 @@ SPEC = LanguageSpec(
     extensions=(".go",),
     grammar=Grammar("tree_sitter_go"),
     query=QUERY,
+    members_beside_types=True,
 )

@@ -58,4 +58,5 @@ SPEC = LanguageSpec(
     comment_types=frozenset({"comment", "haddock"}),
     body_field="match",  # `= expression` (or the guards): the signature is the head `name patterns`
     self_names=frozenset(),
+    members_beside_types=True,
 )

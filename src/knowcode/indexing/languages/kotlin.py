@@ -45,4 +45,5 @@ SPEC = LanguageSpec(
     query=QUERY,
     comment_types=frozenset({"line_comment", "block_comment"}),
     self_names=frozenset({"this", "super"}),
+    members_beside_types=True,
 )

@@ -54,4 +54,5 @@ SPEC = LanguageSpec(
     query=QUERY,
     comment_types=frozenset({"line_comment", "block_comment"}),
     self_names=frozenset({"self", "Self"}),
+    members_beside_types=True,
 )

@@ -51,4 +51,5 @@ SPEC = LanguageSpec(
     query=QUERY,
     comment_types=frozenset({"comment", "multiline_comment"}),
     self_names=frozenset({"self", "Self", "super"}),
+    members_beside_types=True,
 )
