@@ -73,6 +73,9 @@ SHORT_TIER_GROWTH = 4
 # in 97%; past the window, the next window is read.
 PRECISE_WINDOW_EXTRA = 5
 PRECISE_WINDOW_FACTOR = 1.5
+# How a comment line opens in the languages parsed (C family, shell and Python, Lua and Haskell): the
+# block right above a packed member documents it.
+_COMMENT_STARTS = ("//", "/*", "*", "#", "--")
 
 
 def per_entity_token_budget(max_tokens: int, limit_entities: int) -> int:
@@ -433,7 +436,10 @@ class RetrievalOrchestrator:
             inside = [m for m in members.get(candidate.entity.id, ()) if _within(m, chunk)]
             if inside:
                 rows = chunk.text.split("\n")
-                skip = [(m.start_line, m.end_line) for m in inside]
+                # a member's documenting comment is its own, not its owner's
+                spans_of = {m.id: (_comment_above(rows, chunk.start_line, m.start_line), m.end_line)
+                            for m in inside}
+                skip = list(spans_of.values())
                 own = _lines(rows, chunk.start_line, chunk.start_line, chunk.end_line, skip)
                 best, most = None, _matched(words, candidate.entity.qualified_name, own)
                 # the first member holding more words than the entity's own lines and name, and than
@@ -441,8 +447,8 @@ class RetrievalOrchestrator:
                 for member in inside:
                     if most == len(words):
                         break
-                    held = _matched(words, member.qualified_name,
-                                    _lines(rows, chunk.start_line, member.start_line, member.end_line))
+                    lines = _lines(rows, chunk.start_line, *spans_of[member.id])
+                    held = _matched(words, member.qualified_name, lines)
                     if held > most:
                         best, most = member, held
                 if best is not None:
@@ -454,6 +460,19 @@ def _beside(language: str) -> bool:
     """Whether the language declares methods beside their type (LanguageSpec.members_beside_types)."""
     spec = spec_for(language)
     return spec is not None and spec.members_beside_types
+
+
+def _comment_above(rows: Sequence[str], first_line: int, start: int) -> int:
+    """The first line of the comment block right above line `start` of a chunk whose lines are `rows`
+    (the first is line `first_line`), one blank line between them allowed as the chunker allows it;
+    `start` itself when there is none."""
+    index = start - first_line - 1
+    if index >= 0 and not rows[index].strip():
+        index -= 1
+    top = None
+    while index >= 0 and rows[index].lstrip().startswith(_COMMENT_STARTS):
+        top, index = index, index - 1
+    return start if top is None else first_line + top
 
 
 def _within(entity: Entity, chunk: Chunk) -> bool:

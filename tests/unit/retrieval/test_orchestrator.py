@@ -467,11 +467,12 @@ def test_a_packed_chunk_is_answered_by_the_member_that_matches(many_kc: KnowCode
     assert hit.text == "def save_config(path, data):\n    return write(path, data)"
 
 
-# Methods declared beside their type, in files small enough to be one packed chunk.
+# Methods declared beside their type, in files small enough to be one packed chunk; a method's
+# documenting comment counts as the method's lines, not the module's.
 RECEIVER_REPO = {
     "shapes.go": ("package shapes\n\ntype Circle struct {\n\tR float64\n}\n\n"
                   "func NewCircle(r float64) *Circle { return &Circle{R: r} }\n\n"
-                  "func (c *Circle) Scaled(factor float64) *Circle {\n"
+                  "// Scaled makes an enlarged copy.\nfunc (c *Circle) Scaled(factor float64) *Circle {\n"
                   "\treturn &Circle{R: c.R * factor}\n}\n"),
     "lib.rs": ("pub struct Square {\n    side: f64,\n}\n\nimpl Square {\n"
                "    pub fn grown(&self, margin: f64) -> Square {\n"
@@ -480,7 +481,8 @@ RECEIVER_REPO = {
 
 
 @pytest.mark.parametrize(("query", "expected"), [
-    ("scaled circle factor", ("shapes.go", "shapes.Circle.Scaled", 9, 11)),
+    ("scaled circle factor", ("shapes.go", "shapes.Circle.Scaled", 10, 12)),
+    ("makes an enlarged copy", ("shapes.go", "shapes.Circle.Scaled", 10, 12)),  # its comment's words
     ("grown square margin", ("lib.rs", "lib.Square.grown", 6, 8)),
 ])
 def test_a_packed_method_declared_beside_its_type_answers_for_the_chunk(
