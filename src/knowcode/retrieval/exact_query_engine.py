@@ -25,12 +25,11 @@ def exact_search(store: Store, text: str, limit: int) -> list[tuple[Chunk, Entit
     :param limit: chunks wanted.
     :return: (chunk, the entity it was matched through, or None for a literal-text match).
     """
-    found: list[tuple[Chunk, Entity | None]] = []
-    seen: set[str] = set()
-    for entity, chunk in definition_chunks(store, store.entities_named_like(text, limit)):
-        if chunk.id not in seen:
-            seen.add(chunk.id)
-            found.append((chunk, entity))
+    # Every definition, even when several share one packed chunk (a Java class, its constructor and
+    # the file's module are all `Circle`); a literal match only in a chunk no definition holds.
+    found: list[tuple[Chunk, Entity | None]] = [
+        (chunk, entity) for entity, chunk in definition_chunks(store, store.entities_named_like(text, limit))]
+    seen = {chunk.id for chunk, _ in found}
     for chunk in store.chunks_containing(text, limit):
         if len(found) >= limit:
             break

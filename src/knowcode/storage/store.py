@@ -417,13 +417,15 @@ class Store:
 
     def entities_named_like(self, text: str, limit: int) -> list[Entity]:
         """Entities whose name or qualified name is `text`, or whose qualified name ends in `.text`;
-        exact qualified names first, then exact names, then by path."""
+        exact qualified names first, then exact names, a module (a file named like its class) after
+        the other definitions, then by path."""
         last = text.replace("::", ".").rsplit(".", 1)[-1]
         dotted = text.replace("::", ".")
         rows = self.connection.execute(f"SELECT {_ENTITY_COLUMNS} FROM entities WHERE name = ?", (last,))
         found = [e for e in map(_entity, rows) if e.name == text or e.qualified_name == dotted
                  or e.qualified_name.endswith("." + dotted)]
-        found.sort(key=lambda e: (e.qualified_name != dotted, e.name != text, e.path, e.start_line))
+        found.sort(key=lambda e: (e.qualified_name != dotted, e.name != text, e.kind is EntityKind.MODULE,
+                                  e.path, e.start_line))
         return found[:limit]
 
     def chunks_containing(self, text: str, limit: int) -> list[Chunk]:
