@@ -208,8 +208,9 @@ class RetrievalOrchestrator:
         definitions: list[Entity] = []
         for symbol in mentioned_symbols(query):
             definitions.extend(self.store.entities_named_like(symbol, self.top_k_multiplier))
-        chunks = tuple(chunk for _, chunk in definition_chunks(self.store, definitions))
-        return _Named(tuple(definitions), chunks)
+        unique = list({entity.id: entity for entity in definitions}.values())
+        chunks = tuple(chunk for _, chunk in definition_chunks(self.store, unique))
+        return _Named(tuple(unique), chunks)
 
     def _while_dense(self, query: str, sparse_ids: Sequence[str],
                      dense_pending: Callable[[], bool]) -> _Prepared:
@@ -322,18 +323,20 @@ class RetrievalOrchestrator:
         read = read or {}
         rows = {**read, **self.store.chunks_with_owners([cid for cid in ids if cid not in read],
                                                         tokens=tokens)}
-        found = []
+        found: list[tuple[Candidate, HitSource]] = []
         for chunk_id in ids:
             if chunk_id not in rows:
                 continue  # stale id from an index built before the last commit
             chunk, owner, mtime = rows[chunk_id]
-            entity = owner if not definitions else next(
-                (d for d in definitions if d.path == chunk.path
-                 and chunk.start_line <= d.start_line <= chunk.end_line), owner)
+            # each named definition whose first line the chunk holds is a candidate of its own: a packed
+            # chunk may hold several (a Java class and its constructor, two `area` methods)
+            entities = [d for d in definitions if d.path == chunk.path
+                        and chunk.start_line <= d.start_line <= chunk.end_line] or [owner]
             fused_candidate = scores[chunk_id]
             found_by = (fused_candidate.sparse_rank is not None, fused_candidate.dense_rank is not None)
             source = SOURCE_OF_LEGS[found_by]
-            found.append((Candidate(chunk, entity, fused_candidate.score, mtime), source))
+            found.extend((Candidate(chunk, entity, fused_candidate.score, mtime), source)
+                         for entity in entities)
         return found
 
     def retrieve(self, query: str, *, limit_entities: int = 3, max_tokens: int = 6000,

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-import knowcode
 from knowcode.indexing import index_repository
-from knowcode.models import EntityKind
 from knowcode.retrieval.exact_query_engine import definition_chunks, exact_search, quoted_text
 from knowcode.storage import Store
 from tests.conftest import write_tree
@@ -160,29 +156,3 @@ def test_definition_chunks_keep_the_given_order(store: Store) -> None:
     assert [entity.qualified_name for entity, _ in pairs] == ["z.f", "a.z.f"]
     assert all(chunk.path == entity.path for entity, chunk in pairs)
 
-
-# --- every language: an exact name finds each definition with its own span ----------------------------
-
-LANGUAGE_FIXTURES = sorted(p.stem.removeprefix("test_") for p in
-                           (Path(__file__).parents[1] / "indexing" / "languages").glob("test_*.py"))
-
-
-@pytest.mark.parametrize("language", LANGUAGE_FIXTURES)
-def test_an_exact_name_finds_every_definition_with_its_own_span(language: str, tmp_path: Path) -> None:
-    # Definitions that share one packed chunk (a Java file's module, class and constructor are all
-    # `Circle`) are each a hit, not only the first one found in that chunk.
-    fixture = importlib.import_module(f"tests.unit.indexing.languages.test_{language}")
-    parsed = fixture._parse()
-    path = parsed.entities[0].path
-    repo = write_tree(tmp_path / "repo", {path: fixture.SOURCE.decode()})
-    engine = knowcode.open(repo, store=tmp_path / "store")
-    try:
-        engine.index()
-        definitions = [e for e in parsed.entities if e.kind is not EntityKind.MODULE]
-        namesakes = Counter(e.name for e in definitions)
-        missed = [e.qualified_name for e in definitions
-                  if not any((hit.start_line, hit.end_line) == (e.start_line, e.end_line)
-                             for hit in engine.search(f'"{e.name}"', limit=namesakes[e.name] + 2))]
-    finally:
-        engine.close()
-    assert definitions and missed == []

@@ -3,6 +3,8 @@ dependency expansion and the per-entity token budget, on real tiny repositories.
 
 from __future__ import annotations
 
+import importlib
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import pytest
 import knowcode
 from knowcode.engine import KnowCode
 from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
-from knowcode.models import RetrievalMode, SearchHit
+from knowcode.models import EntityKind, RetrievalMode, SearchHit
 from knowcode.retrieval.embeddings import EmbeddingProvider, StaticEmbeddingProvider, Vectors
 from knowcode.retrieval.orchestrator import (
     MAX_LIMIT,
@@ -635,3 +637,34 @@ def test_a_report_s_title_decides_its_keyword_ranking(report_kc: KnowCode, query
         result = orchestrator.retrieve(query, limit_entities=1, expand_deps=False)
         assert result.mode is RetrievalMode.LEXICAL
         assert result.hits[0].path == first
+
+
+# --- every language: a definition's name finds it with its own span ---------------------------------
+
+LANGUAGE_FIXTURES = sorted(p.stem.removeprefix("test_") for p in
+                           (Path(__file__).parents[1] / "indexing" / "languages").glob("test_*.py"))
+
+
+@pytest.mark.parametrize("quoted", [True, False], ids=["exact", "symbol"])
+@pytest.mark.parametrize("language", LANGUAGE_FIXTURES)
+def test_a_name_finds_every_definition_with_its_own_span(language: str, quoted: bool, tmp_path: Path) -> None:
+    # Definitions that share one packed chunk (a Java file's module, class and constructor are all
+    # `Circle`; a Go interface method and a struct method are both `Area`) are each a hit, not only
+    # the first one found in that chunk.
+    fixture = importlib.import_module(f"tests.unit.indexing.languages.test_{language}")
+    parsed = fixture._parse()
+    path = parsed.entities[0].path
+    repo = write_tree(tmp_path / "repo", {path: fixture.SOURCE.decode()})
+    engine = knowcode.open(repo, store=tmp_path / "store")
+    try:
+        engine.index()
+        definitions = [e for e in parsed.entities if e.kind is not EntityKind.MODULE
+                       and (quoted or e.name.isidentifier())]  # `==` is no symbol query
+        namesakes = Counter(e.name for e in definitions)
+        missed = [e.qualified_name for e in definitions
+                  if not any((hit.start_line, hit.end_line) == (e.start_line, e.end_line) for hit in
+                             engine.search(f'"{e.name}"' if quoted else e.name, limit=namesakes[e.name] + 2))]
+    finally:
+        engine.close()
+    assert definitions and missed == []
+
