@@ -244,6 +244,10 @@ class Store:
         try:
             if self._first_build and not self.connection.in_transaction:
                 self.connection.execute("PRAGMA journal_mode=WAL")
+        except StoreError:
+            # A read left open (Ctrl-C while a query's rows streamed) keeps SQLite from changing the
+            # journal mode: the next writer's open sets WAL, and the interrupt must not turn into this.
+            pass
         finally:
             self.connection.close()
 

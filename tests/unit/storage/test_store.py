@@ -51,6 +51,22 @@ def test_an_interrupted_first_build_rolls_back_and_the_next_run_uses_wal(tmp_pat
     again.close()
 
 
+def test_a_first_build_interrupted_in_a_read_closes_without_an_error(tmp_path: Path) -> None:
+    # Ctrl-C while a query's rows are still being read (the search index streams the chunks' tokens)
+    # leaves that statement open, and SQLite will not change the journal mode then: closing must not
+    # replace the interrupt with that error. The next run's open sets WAL.
+    first = Store.open(tmp_path)
+    with first.transaction():
+        first.insert_rows([RECORD], [entity_row(MODULE)], [])
+    rows = first.connection.execute("SELECT name FROM sqlite_master")
+    rows.fetchone()  # a read left open: the schema has more rows
+    first.close()
+    del rows  # the interrupted reader's frame is gone, as when the command exits
+    again = Store.open(tmp_path)
+    assert (list(again.file_records()), _journal_mode(again)) == ([RECORD.path], "wal")
+    again.close()
+
+
 def _synchronous(store: Store) -> int:
     return int(store.connection.execute("PRAGMA synchronous").fetchone()[0])
 
