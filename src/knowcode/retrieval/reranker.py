@@ -29,9 +29,13 @@ DEFAULT_TOP_K_MULTIPLIER = 5  # spec: Reranking — limit x reranker_top_k_multi
 
 _SYMBOL_QUERY = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*(?:\(\))?$")
 # Paths whose code is rarely the answer: tests, examples, docs, benchmarks, vendored compat shims.
+# Folder names in any case (SwiftPM's `Tests/`, .NET's `Samples/`) and Xcode's test targets (`AppTests/`);
+# test files by the conventions of Python, Go, JavaScript and of the JVM, Swift and .NET
+# (`RetryPolicyTests.swift`, `CircleTest.java`).
 _PENALISED_PATH = re.compile(
-    r"(^|/)(tests?|__tests__|testing|spec|specs|examples?|samples?|docs?|benchmarks?|fixtures?)/"
+    r"(^|/)(?i:tests?|__tests__|testing|spec|specs|examples?|samples?|docs?|benchmarks?|fixtures?)/"
     r"|(^|/)test_[^/]*$|_test\.[a-z]+$|\.(test|spec)\.[jt]sx?$|(^|/)conftest\.py$"
+    r"|(^|/)[A-Z]\w*Tests?\.(?:swift|java|kt|scala|cs|m)$|(^|/)[A-Z]\w*Tests/"
     r"|(^|/)_?compat[^/]*$|\.d\.ts$")
 # Words of a question that are code: dotted (`res.sendFile`), camelCase, PascalCase with two humps
 # (`ZodDefault`), snake_case. Plain words ("session") are left to BM25.

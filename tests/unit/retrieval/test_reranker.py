@@ -83,6 +83,9 @@ def test_definition_boost(query: str, candidate: Candidate, expected: float) -> 
     ("tests/test_engine.py", 0.5), ("pkg/test_engine.py", 0.5), ("pkg/engine_test.go", 0.5),
     ("src/app.spec.ts", 0.5), ("examples/demo.py", 0.5), ("docs/conf.py", 0.5), ("pkg/_compat.py", 0.5),
     ("types/index.d.ts", 0.5), ("src/pkg/engine.py", 1.0), ("src/contest.py", 1.0), ("latest/x.py", 1.0),
+    ("Tests/RetryPolicyTests.swift", 0.5), ("Samples/App.cs", 0.5), ("AppTests/Fixture.swift", 0.5),
+    ("src/test/java/CircleTest.java", 0.5), ("lib/CircleTests.kt", 0.5), ("Sources/Contest.swift", 1.0),
+    ("Sources/Tests.swift", 1.0),
 ])
 def test_path_penalty(path: str, expected: float) -> None:
     assert _factor("zzz", _candidate(path=path), path_penalty=0.5) == pytest.approx(expected)
