@@ -85,6 +85,7 @@ class _Definition:
     receiver: str
     start: int  # the wrapper's byte span, read once: nesting and enclosing compare them often
     end: int
+    last_line: int  # 1-based, inclusive: the span's last line
     parent: _Definition | None = None
     entity: Entity | None = None
 
@@ -206,11 +207,40 @@ def _statement_starts(body: Node) -> tuple[int, ...]:
     return tuple(sorted({child.start_point[0] + 1 for child in children}))
 
 
+def _closing_line(lines: list[bytes], core: Node) -> int | None:
+    """The 1-based line of the `}` that closes a definition written on `core`'s first line: the first
+    later line that starts with `}` at that line's indentation. None when the definition's contents are
+    not indented deeper (a C++ `namespace` block usually is not: its first function's `}` is no end)."""
+    row = core.start_point[0]
+    first = lines[row]
+    indent = first[:len(first) - len(first.lstrip())]
+    body = next((line for line in lines[row + 1:] if line.strip()), b"")
+    if len(body) - len(body.lstrip()) <= len(indent):
+        return None
+    for number in range(row + 1, len(lines)):
+        line = lines[number]
+        if line.startswith(indent) and line[len(indent):].startswith(b"}"):
+            return number + 1
+    return None
+
+
+def _erroneous_end(node: Node, core: Node, lines: list[bytes]) -> tuple[int, int] | None:
+    """(end byte, last line) of a definition whose node holds a parse error, when it runs past its
+    closing brace: an unknown macro before a C++ constructor made fmt's 18-line `struct size_padding`
+    swallow the next 1,800 lines and every definition in them. It then ends at the `}` at its first
+    line's indentation; None when there is no such earlier line."""
+    closing = _closing_line(lines, core)
+    if closing is None or closing >= _end_line(node):
+        return None
+    return sum(len(line) + 1 for line in lines[:closing]) - 1, closing
+
+
 def _collect_definitions(matches: list[tuple[int, dict[str, list[Node]]]],
-                         spec: LanguageSpec) -> list[_Definition]:
+                         spec: LanguageSpec, source: bytes) -> list[_Definition]:
     seen: set[tuple[int, int]] = set()
     definitions: list[_Definition] = []
     kinds = _DEFINITION_KINDS
+    lines: list[bytes] = []
     for _, captures in matches:
         named = captures.get("name")
         for capture, nodes in captures.items():
@@ -230,9 +260,14 @@ def _collect_definitions(matches: list[tuple[int, dict[str, list[Node]]]],
             seen.add(span)
             receiver = captures.get("receiver")
             node = _outermost(core, spec)
+            end, last_line = node.end_byte, _end_line(node)
+            if node.has_error:  # rare: the source's lines are split only then
+                lines = lines or source.split(b"\n")
+                end, last_line = _erroneous_end(node, core, lines) or (end, last_line)
             definitions.append(_Definition(
                 node=node, core=core, kind=kind, name=_text(name),
-                receiver=_text(receiver[0]) if receiver else "", start=node.start_byte, end=node.end_byte))
+                receiver=_text(receiver[0]) if receiver else "", start=node.start_byte, end=end,
+                last_line=last_line))
     definitions.sort(key=lambda d: (d.start, -d.end))
     stack: list[_Definition] = []
     for definition in definitions:
@@ -277,7 +312,7 @@ def parse_source(path: str, language: str, source: bytes, spec: LanguageSpec,
     root = tree.root_node
     split_lines: dict[str, tuple[int, ...]] = {module.id: _statement_starts(_body(root, spec) or root)}
     lead_lines: dict[str, int] = {}
-    definitions = _collect_definitions(matches, spec)
+    definitions = _collect_definitions(matches, spec, source)
     class_like = {d.name: d for d in definitions if d.kind.is_class_like}
     occurrences: dict[str, int] = {}
     # Receiver methods may precede their type in the file, so entities owned through a receiver
@@ -304,7 +339,7 @@ def parse_source(path: str, language: str, source: bytes, spec: LanguageSpec,
         definition.entity = Entity(
             id=stable_id(path, qualified, str(occurrence)), path=path, kind=kind,
             name=definition.name, qualified_name=qualified, parent_id=parent_id,
-            start_line=definition.node.start_point[0] + 1, end_line=_end_line(definition.node),
+            start_line=definition.node.start_point[0] + 1, end_line=definition.last_line,
             signature=_signature(definition.core, body, spec, source),
             docstring=_docstring(definition, spec, comments), language=language)
         entities.append(definition.entity)
