@@ -235,15 +235,15 @@ class RetrievalOrchestrator:
                 sparse_ids, dense_ids, prepared = self.hybrid.legs_and(
                     query, per_leg,
                     lambda sparse, dense_pending: self._while_dense(query, sparse, dense_pending))
-                known = set(dense_ids) if prepared.current else self.store.existing_chunk_ids(dense_ids)
-                prose, only_prose = self._prose(prepared.code_only, sparse_ids + dense_ids)
-                while self._first_tier_short(sparse_ids, dense_ids, known, prose, per_leg):
+                while True:
+                    known = set(dense_ids) if prepared.current else self.store.existing_chunk_ids(dense_ids)
+                    prose, only_prose = self._prose(prepared.code_only, sparse_ids + dense_ids)
+                    if not self._first_tier_short(sparse_ids, dense_ids, known, prose, per_leg):
+                        break
                     # Ruled-out chunks (a code question in a docs-heavy repository) thinned the legs'
                     # first tier: ask deeper, so that it holds what a larger limit's would.
                     per_leg *= SHORT_TIER_GROWTH
                     sparse_ids, dense_ids = self.hybrid.legs(query, per_leg)
-                    known = set(dense_ids) if prepared.current else self.store.existing_chunk_ids(dense_ids)
-                    prose, only_prose = self._prose(prepared.code_only, sparse_ids + dense_ids)
                 excluded = frozenset() if only_prose else prose
                 fused = self._tiered_fusion(sparse_ids, dense_ids, known, wanted, excluded)
                 if dense_ids and not sparse_ids:

@@ -91,6 +91,7 @@ _ADDED_INDEXES = {name: statement.strip() for name in ("relationships_callers", 
 _ENTITY_COLUMNS = ("id, path, kind, name, qualified_name, parent_id, start_line, end_line, signature, "
                    "docstring, language")
 _BRIEF_ENTITY_COLUMNS = _ENTITY_COLUMNS.replace("signature, docstring", "'', ''")
+_MEMBER_COLUMNS = ", ".join(f"m.{column.strip()}" for column in _ENTITY_COLUMNS.split(","))  # members_within
 _RELATIONSHIP_COLUMNS = "source_id, kind, target_name, target_id, path, line, alias"
 _CHUNK_COLUMNS = "id, path, entity_id, start_line, end_line, text, index_text, tokens"
 # What chunks_with_owners reads: a chunk (its index_text never: ranking does not read it) and its
@@ -584,9 +585,8 @@ class Store:
         """
         unique = list(dict.fromkeys(spans))
         found: dict[str, list[Entity]] = {}
-        columns = ", ".join(f"m.{column.strip()}" for column in _ENTITY_COLUMNS.split(","))
         direct = "JOIN entities m ON m.parent_id = owner AND m.start_line >= first AND m.end_line <= last"
-        # the second query only when asked: a longer statement costs its preparation in every search
+        # asked only for languages that declare methods beside their type: no other search pays for it
         beside = ("JOIN entities p ON p.parent_id = owner JOIN entities m ON m.parent_id = p.id "
                   "AND m.start_line >= first AND m.end_line <= last "
                   "AND (m.start_line > p.end_line OR m.end_line < p.start_line)")
@@ -595,7 +595,7 @@ class Store:
                 batch = asked[start:start + _BATCH // 3]
                 values = ",".join("(?, ?, ?)" for _ in batch)
                 sql = (f"WITH span(owner, first, last) AS (VALUES {values}) "
-                       f"SELECT owner, {columns} FROM span {join}")
+                       f"SELECT owner, {_MEMBER_COLUMNS} FROM span {join}")
                 parameters = [value for owner, first, last, _ in batch for value in (owner, first, last)]
                 for row in self.connection.execute(sql, parameters).fetchall():
                     found.setdefault(row[0], []).append(_entity(row[1:]))
