@@ -49,7 +49,10 @@ MANY_FILES = {"knowcode.toml": "parse_workers = 2\n",
               **{f"pkg/module_{i:03}.py": f"def function_{i}(value):\n    return value + {i}\n"
                  for i in range(80)}}
 # Runs the real CLI with the store holding still after the first parsed file, so that a signal
-# arrives mid-index, inside the transaction, with the parser workers busy.
+# arrives mid-index, inside the transaction, with the parser workers busy. It holds in short naps, as
+# real work returns to Python often: the kernel may hand a process's SIGINT to any of its threads (the
+# progress bar's, the pool's), and then one long sleep in the main thread is never interrupted; the
+# main thread takes the KeyboardInterrupt at its next bytecode (seen: 1 run in ~100 under load hung).
 HOLD_MID_INDEX = """
 import sys, time
 from knowcode.storage.store import Store
@@ -57,7 +60,8 @@ insert = Store.insert_rows
 def held(self, *args, **kwargs):
     insert(self, *args, **kwargs)
     print("held mid-index", file=sys.stderr, flush=True)
-    time.sleep(600)
+    for _ in range(6000):
+        time.sleep(0.1)
 Store.insert_rows = held
 from knowcode.cli import main
 main()
