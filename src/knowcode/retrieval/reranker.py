@@ -39,18 +39,31 @@ _PENALISED_PATH = re.compile(
     r"|(^|/)_?compat[^/]*$|\.d\.ts$")
 # Words of a question that are code: dotted (`res.sendFile`), camelCase, PascalCase with two humps
 # (`ZodDefault`), snake_case. Plain words ("session") are left to BM25.
-_CODE_WORD = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|[a-z][a-z0-9]*[A-Z][\w$]*"
-                        r"|[A-Z][a-z0-9]+[A-Z][\w$]*|[A-Za-z][A-Za-z0-9]*_[\w$]+")
+# A word starts at its first character: `_fetch_all` is one name, not `fetch_all`.
+_CODE_WORD = re.compile(r"(?<![\w$])(?:[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|[a-z][a-z0-9]*[A-Z][\w$]*"
+                        r"|[A-Z][a-z0-9]+[A-Z][\w$]*|_*[A-Za-z][A-Za-z0-9]*_[\w$]+)")
+# A plain word is code too where the text writes it as code: called (`Window(`, `jsonify()`), in
+# backquotes, or imported (`from django.db.models import Window`). Issue reports name the class they
+# use this way ("Lag() with DecimalField crashes"); a word and its opening parenthesis never touch in
+# prose. Keywords that take a parenthesis in code (`if (`, `super()`) are no names.
+_CALLED_WORD = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$]+)\(|`([A-Za-z_$][\w$]+)(?:\(\))?`")
+_IMPORTED_WORDS = re.compile(r"^[ \t>]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+\(?([\w, \t]+)", re.MULTILINE)
+_NOT_NAMES = frozenset({"if", "for", "while", "switch", "catch", "return", "function", "super", "typeof",
+                        "sizeof", "await", "yield", "assert", "print", "with", "elif", "not", "and", "or",
+                        "in", "is", "as", "lambda", "new", "delete", "throw", "case", "do", "else"})
 # A file path a question names (a traceback frame, "see django/db/models/query.py"): folders and a
 # file with an extension, or a bare file name with a code extension.
 _PATH_WORD = re.compile(r"(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w{0,4}\b"
                         r"|\b[\w-]+\.(?:py|js|jsx|ts|tsx|go|rs|java|rb|php|c|h|cc|cpp|hpp|cs|kt|swift|scala"
                         r"|ex|exs|lua|sh|zig|hs)\b")
 _LEADING_ROOT = re.compile(r"^(?:\.?/)+")  # "/abs/x.py", "./x.py": compared without it
-# Traceback frames, as (path, function): Python's `File "path", line 12, in func`, V8's
+# Traceback frames, as (path, function): Python's `File "path", line 12, in func`, IPython's
+# `path.py in func(args)` (up to 7) and `File path.py:12, in func` (8 on), V8's
 # `at Obj.func (path:12:5)`, the JVM's `at pkg.Cls.func(Cls.java:12)`. A frame names the function
 # the failure passed through, which is where an issue's fix often goes.
 _FRAMES = (re.compile(r'File "(?P<path>[^"\n]+)", line \d+, in (?P<name>[A-Za-z_]\w*)'),
+           re.compile(r"^[ \t]*(?P<path>\S+\.py) in (?P<name>[A-Za-z_]\w*)\(", re.MULTILINE),
+           re.compile(r"File (?P<path>[^\s\",]+\.py):\d+, in (?:\w+\.)*(?P<name>[A-Za-z_]\w*)"),
            re.compile(r"\bat (?:async )?(?:[\w$]+\.)*(?P<name>[A-Za-z_$][\w$]*)"
                       r" \((?P<path>[^()\s]+?):\d+:\d+\)"),
            re.compile(r"\bat (?:[\w$]+\.)+(?P<name>[A-Za-z_$][\w$]*)"
@@ -181,7 +194,13 @@ def mentioned_symbols(query: str) -> list[str]:
     stripped = query.strip()
     if is_symbol_query(stripped):
         return [stripped.removesuffix("()")]
-    return list(dict.fromkeys(m.strip(".") for m in _CODE_WORD.findall(stripped)))
+    written = [m.strip(".") for m in _CODE_WORD.findall(stripped)]
+    written += [called or quoted for called, quoted in _CALLED_WORD.findall(stripped)]
+    written += [name.split()[0] for names in _IMPORTED_WORDS.findall(stripped)
+                for name in names.split(",") if name.strip()]
+    # a dunder (`__repr__`) is a protocol every class may define: it names none of them
+    return [word for word in dict.fromkeys(written)
+            if word not in _NOT_NAMES and not (word.startswith("__") and word.endswith("__"))]
 
 
 @dataclass(frozen=True)
@@ -225,12 +244,13 @@ class _Query:
         shares = {"word_share": min(1.0, SHORT_QUERY_WORDS / max(1, len(words))),
                   "diversity_share": _diversity_share(len(words))}
         if not is_symbol_query(stripped):
+            slashed = stripped.replace("\\", "/")  # a Windows traceback's paths (C:\envs\...\query.py)
             return cls(stripped.lower(), words, None, "", "",
                        mentions=tuple("." + m.lower() for m in mentioned_symbols(stripped)),
                        phrases=_phrases(stripped),
                        paths=tuple(dict.fromkeys(_LEADING_ROOT.sub("", path)
-                                                 for path in _PATH_WORD.findall(stripped))),
-                       frames=_frames(stripped),
+                                                 for path in _PATH_WORD.findall(slashed))),
+                       frames=_frames(slashed),
                        **shares)
         parts = [p for p in re.split(r"\.|::|#|->", stripped.removesuffix("()")) if p]
         dotted = "." + ".".join(parts).lower() if len(parts) > 1 else ""

@@ -17,6 +17,7 @@ from knowcode.retrieval.reranker import (
     Candidate,
     RankingSignals,
     is_symbol_query,
+    mentioned_symbols,
     reads_calls,
     reads_tokens,
     rerank,
@@ -263,6 +264,8 @@ def test_cross_encoder_order_and_fallback_on_error() -> None:
     ("see ./pkg/core/engine.py", "pkg/core/engine.py", 2.0),
     ("see other/engine.py", "pkg/core/engine.py", 1.0),
     ("version 1.2.3 of engine", "pkg/core/engine.py", 1.0),
+    ("C:\\envs\\lib\\site-packages\\pkg\\core\\engine.py in run(self)", "pkg/core/engine.py", 2.0),
+    ("C:\\envs\\lib\\site-packages\\pkg\\core\\engine.py in run(self)", "pkg/other/engine.py", 1.0),
 ])
 def test_a_path_the_query_names(query: str, path: str, expected: float) -> None:
     assert _factor(query, _candidate(path=path), path_mention=2.0) == pytest.approx(expected)
@@ -274,8 +277,26 @@ def test_a_path_the_query_names(query: str, path: str, expected: float) -> None:
     ("TypeError: x\n    at Engine.run (/app/src/pkg/engine.js:12:5)", "src/pkg/engine.js", "run", 2.0),
     ("java.lang.NullPointerException\n\tat com.acme.Engine.run(Engine.java:42)", "src/com/acme/Engine.java",
      "run", 2.0),
+    ("----> 1 print(q)\n/srv/site-packages/pkg/core/engine.py in run(self, sql)\n    85 else:",  # IPython 7
+     "pkg/core/engine.py", "run", 2.0),
+    ("File ~/envs/site-packages/pkg/core/engine.py:340, in Engine.run(self, obj)",  # IPython 8
+     "pkg/core/engine.py", "run", 2.0),
+    ("C:\\envs\\site-packages\\pkg\\core\\engine.py in run(self)", "pkg/core/engine.py", "run", 2.0),
     ('File "/srv/pkg/core/engine.py", line 3, in stop', "pkg/core/engine.py", "run", 1.0),  # another function
+    ("the engine.py in run(self) is slow", "pkg/core/engine.py", "run", 1.0),  # prose, not a frame
     ('File "/srv/pkg/other.py", line 3, in run', "pkg/core/engine.py", "run", 1.0),  # another file
 ])
 def test_a_traceback_frame_names_its_function(query: str, path: str, name: str, expected: float) -> None:
     assert _factor(query, _candidate(path=path, name=name), frame=2.0) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("query", "named"), [
+    ("Lag() with DecimalField crashes", ["DecimalField", "Lag"]),  # called
+    ("why does `jsonify` drop keys?", ["jsonify"]),  # in backquotes
+    ("from pkg.models import (Window, F as Frame)\nimport os", ["pkg.models", "Window", "F", "os"]),
+    ("if (ready) { super().run(x); print(len(x)) }", ["len"]),  # keywords and builtins of syntax
+    ("the __repr__() output and `__init__`", []),  # a protocol every class defines names none
+    ("a function (see below) and some words", []),  # prose: a space before the parenthesis
+])
+def test_a_plain_word_written_as_code_is_a_mention(query: str, named: list[str]) -> None:
+    assert mentioned_symbols(query) == named
