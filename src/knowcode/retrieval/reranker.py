@@ -57,17 +57,37 @@ _PATH_WORD = re.compile(r"(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w{0,4}\b"
                         r"|\b[\w-]+\.(?:py|js|jsx|ts|tsx|go|rs|java|rb|php|c|h|cc|cpp|hpp|cs|kt|swift|scala"
                         r"|ex|exs|lua|sh|zig|hs)\b")
 _LEADING_ROOT = re.compile(r"^(?:\.?/)+")  # "/abs/x.py", "./x.py": compared without it
-# Traceback frames, as (path, function): Python's `File "path", line 12, in func`, IPython's
-# `path.py in func(args)` (up to 7) and `File path.py:12, in func` (8 on), V8's
-# `at Obj.func (path:12:5)`, the JVM's `at pkg.Cls.func(Cls.java:12)`. A frame names the function
-# the failure passed through, which is where an issue's fix often goes.
-_FRAMES = (re.compile(r'File "(?P<path>[^"\n]+)", line \d+, in (?P<name>[A-Za-z_]\w*)'),
-           re.compile(r"^[ \t]*(?P<path>\S+\.py) in (?P<name>[A-Za-z_]\w*)\(", re.MULTILINE),
-           re.compile(r"File (?P<path>[^\s\",]+\.py):\d+, in (?:\w+\.)*(?P<name>[A-Za-z_]\w*)"),
-           re.compile(r"\bat (?:async )?(?:[\w$]+\.)*(?P<name>[A-Za-z_$][\w$]*)"
-                      r" \((?P<path>[^()\s]+?):\d+:\d+\)"),
-           re.compile(r"\bat (?:[\w$]+\.)+(?P<name>[A-Za-z_$][\w$]*)"
-                      r"\((?P<path>[\w$-]+\.(?:java|kt|scala|groovy)):\d+\)"))
+# Traceback frames, as (path, function), read after a Windows path's `\` became `/`. A frame names the
+# function the failure passed through, which is where an issue's fix often goes. One pattern a format:
+_FRAMES = (
+    # Python: File "pkg/core.py", line 12, in run
+    re.compile(r'File "(?P<path>[^"\n]+)", line \d+, in (?P<name>[A-Za-z_]\w*)'),
+    # IPython up to 7: pkg/core.py in run(self, x)
+    re.compile(r"^[ \t]*(?P<path>\S+\.py) in (?P<name>[A-Za-z_]\w*)\(", re.MULTILINE),
+    # IPython 8 on: File pkg/core.py:12, in Engine.run(self, x)
+    re.compile(r"File (?P<path>[^\s\",]+\.py):\d+, in (?:\w+\.)*(?P<name>[A-Za-z_]\w*)"),
+    # V8 (Node.js, Chrome): at Engine.run (src/engine.js:12:5)
+    re.compile(r"\bat (?:async )?(?:[\w$]+\.)*(?P<name>[A-Za-z_$][\w$]*) \((?P<path>[^()\s]+?):\d+:\d+\)"),
+    # the JVM (Java, Kotlin, Scala, Groovy): at com.acme.Engine.run(Engine.java:12)
+    re.compile(r"\bat (?:[\w$]+\.)+(?P<name>[A-Za-z_$][\w$]*)"
+               r"\((?P<path>[\w$-]+\.(?:java|kt|scala|groovy)):\d+\)"),
+    # .NET: at Acme.Engine.Run(String x) in C:/src/Acme/Engine.cs:line 12
+    re.compile(r"\bat (?:[\w`<>]+\.)+(?P<name>\w+)\([^()\n]*\) in (?P<path>[^\n]+?\.(?:cs|fs|vb)):line \d+"),
+    # Ruby: lib/acme/engine.rb:12:in `run' (Ruby 3.4: 'Acme::Engine#run')
+    re.compile(r"(?P<path>[^\s:'\"`]+\.rb):\d+:in [`'](?:[\w:]+[#.])?(?P<name>[\w?!=]+)'"),
+    # Go: acme/engine.(*Engine).Run(0xc000010000)  then, indented,  /src/acme/engine.go:12 +0x1d
+    re.compile(r"(?:[\w./-]+\.)?(?:\(\*?\w+\)\.)?(?P<name>\w+)\([^()\n]*\)\n[ \t]+(?P<path>[^\s:]+\.go):\d+"),
+    # Rust: 3: acme::engine::Engine::run[::h<hash>]  then, indented,  at ./src/engine.rs:12:5
+    re.compile(r"\d+: (?:[\w<>{} ]+::)*?(?P<name>\w+)(?:::h[0-9a-f]{16})?"
+               r"\n[ \t]+at (?P<path>[^\s:]+\.rs):\d+"),
+    # PHP: #0 /var/www/src/Engine.php(12): Acme\Engine->run()
+    re.compile(r"#\d+ (?P<path>[^\s()]+\.php)\(\d+\): (?:[\w/]+(?:->|::))?(?P<name>\w+)\("),
+    # Elixir: (acme 0.1.0) lib/acme/engine.ex:12: Acme.Engine.run/2
+    re.compile(r"(?P<path>[\w./-]+\.exs?):\d+: (?:[\w.]+\.)?(?P<name>[\w?!]+)/\d+"),
+    # gdb (C, C++): #1 0x0000555555555189 in acme::Engine::run (this=0x0) at src/engine.cc:12
+    re.compile(r"#\d+ +(?:0x[0-9a-f]+ in )?(?:[\w~]+::)*(?P<name>[\w~]+)"
+               r" \([^()\n]*\) at (?P<path>[^\s:]+):\d+"),
+)
 # Quoted text of several words in a question is usually an error message copied from the output. A
 # quoted single word or expression (`'order'`, `np.float16`) is no such evidence: issue reports quote
 # dozens, and boosting every chunk holding one cost 0.09 function Recall@10 on bench/issues. An

@@ -282,6 +282,19 @@ def test_a_path_the_query_names(query: str, path: str, expected: float) -> None:
     ("File ~/envs/site-packages/pkg/core/engine.py:340, in Engine.run(self, obj)",  # IPython 8
      "pkg/core/engine.py", "run", 2.0),
     ("C:\\envs\\site-packages\\pkg\\core\\engine.py in run(self)", "pkg/core/engine.py", "run", 2.0),
+    ("   at Acme.Core.Engine.Run(String x) in C:\\src\\Acme\\Core\\Engine.cs:line 42",  # .NET
+     "src/Acme/Core/Engine.cs", "Run", 2.0),
+    ("/app/lib/acme/engine.rb:12:in `valid?'", "lib/acme/engine.rb", "valid?", 2.0),  # Ruby
+    ("/app/lib/acme/engine.rb:12:in 'Acme::Engine#run'", "lib/acme/engine.rb", "run", 2.0),  # Ruby 3.4
+    ("goroutine 1 [running]:\nacme/engine.(*Engine).Run(0xc000010000)\n"
+     "\t/home/u/acme/engine/engine.go:42 +0x1d", "engine/engine.go", "Run", 2.0),  # Go
+    ("   4: acme::engine::run::h0123456789abcdef\n             at ./src/engine.rs:9:5",
+     "src/engine.rs", "run", 2.0),  # Rust
+    ("#0 /var/www/src/Engine.php(12): Acme\\Engine->run()", "src/Engine.php", "run", 2.0),  # PHP
+    ("    (acme 0.1.0) lib/acme/engine.ex:12: Acme.Engine.run/2", "lib/acme/engine.ex", "run", 2.0),  # Elixir
+    ("#1  0x0000555555555189 in acme::Engine::run (this=0x0) at src/engine.cc:12",
+     "src/engine.cc", "run", 2.0),  # gdb
+    ("#1 /var/www/src/Engine.php(12): Acme\\Engine->stop()", "src/Engine.php", "run", 1.0),  # another one
     ('File "/srv/pkg/core/engine.py", line 3, in stop', "pkg/core/engine.py", "run", 1.0),  # another function
     ("the engine.py in run(self) is slow", "pkg/core/engine.py", "run", 1.0),  # prose, not a frame
     ('File "/srv/pkg/other.py", line 3, in run', "pkg/core/engine.py", "run", 1.0),  # another file
