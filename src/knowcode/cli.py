@@ -106,6 +106,21 @@ def _errors() -> Iterator[None]:
         raise typer.Exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED) from None
 
 
+# The query argument that stands for standard input: an issue report or a traceback is many lines, which
+# a shell argument takes badly (`pbpaste | knowcode search -`, `knowcode context - < report.txt`).
+STDIN_QUERY = "-"
+
+
+def _query_text(query: str) -> str:
+    """The query as given, or standard input's text for STDIN_QUERY (undecodable bytes replaced, as a
+    pasted log may hold some); a terminal is told how to end it."""
+    if query != STDIN_QUERY:
+        return query
+    if sys.stdin.isatty():
+        _stderr().print("reading the query from the terminal; end it with Ctrl-D", highlight=False)
+    return sys.stdin.buffer.read().decode("utf-8", "replace")
+
+
 def _open(repo: Path, store: Path | None, config: Path | None,
           progress: ProgressCallback = no_progress) -> "KnowCode":
     from knowcode.engine import KnowCode
@@ -155,7 +170,8 @@ def stats(
 
 @app.command()
 def search(
-    query: Annotated[str, typer.Argument(help='Words, an identifier, or a "quoted exact name".')],
+    query: Annotated[str, typer.Argument(
+        help='Words, an identifier, or a "quoted exact name"; - reads it from stdin (an issue report).')],
     repo: RepoOption = Path(),
     limit: Annotated[int, typer.Option("--limit", "-k", help="Hits wanted (1-1000).")] = 10,
     store: StoreOption = None,
@@ -168,6 +184,8 @@ def search(
         "--repo-filter", help="Search only this repository of the shared [backend] (repeatable).")] = None,
 ) -> None:
     """Ranked code for a query: path:lines, entity and a short snippet per hit."""
+    with _errors():
+        query = _query_text(query)
     if all_repos or repo_filter:
         with _errors(), _progress() as progress:
             across = _open(repo, store, config, progress).search_repositories(query, limit, repo_filter)
@@ -184,7 +202,8 @@ _VERBOSITY_CHOICES = ", ".join(v.value for v in Verbosity)
 
 @app.command()
 def context(
-    query: Annotated[str, typer.Argument(help='The question, words, an identifier or a "quoted name".')],
+    query: Annotated[str, typer.Argument(
+        help='The question, words, an identifier or a "quoted name"; - reads it from stdin.')],
     repo: RepoOption = Path(),
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Token budget (50-200000).")] = 6000,
     limit: Annotated[int, typer.Option("--limit", "-k", help="Ranked entities wanted (1-1000).")] = 3,
@@ -195,6 +214,8 @@ def context(
     json: JsonOption = False,
 ) -> None:
     """A token-budgeted context bundle for a query: Markdown (or JSON) ready for an agent's prompt."""
+    with _errors():
+        query = _query_text(query)
     with _errors(), _progress() as progress:
         bundle = _open(repo, store, config, progress).context(
             query, max_tokens=max_tokens, limit_entities=limit, task_type=task, verbosity=verbosity)
@@ -204,7 +225,7 @@ def context(
 
 @app.command()
 def ask(
-    question: Annotated[str, typer.Argument(help="The question about the code.")],
+    question: Annotated[str, typer.Argument(help="The question about the code; - reads it from stdin.")],
     repo: RepoOption = Path(),
     task: Annotated[str, typer.Option("--task", help=f"Task type: {_TASK_CHOICES}.")] = "auto",
     store: StoreOption = None,
@@ -213,6 +234,8 @@ def ask(
 ) -> None:
     """Answer a question: locally from the index when verified and sufficient, else through the models
     configured in the llm table, in order (exit 1 when nothing answered; the code found is still printed)."""
+    with _errors():
+        question = _query_text(question)
     with _errors(), _progress() as progress:
         answer = _open(repo, store, config, progress).ask(question, task_type=task)
     typer.echo(render.to_json(render.answer_data(answer)) if json else render.answer_text(answer))

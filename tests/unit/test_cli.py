@@ -349,6 +349,29 @@ def test_search_json_nothing_matched(runner: CliRunner, repo: Path, store: Path)
     assert len(data["errors"]) == 1 and "nothing matched" in data["errors"][0]
 
 
+REPORT = ("Circle.area is wrong\n\nTraceback (most recent call last):\n"
+          "  File \"/srv/shapes.py\", line 3, in area\n")
+
+
+@pytest.mark.parametrize("command", ["search", "context"])
+def test_a_query_of_dash_is_read_from_stdin(runner: CliRunner, repo: Path, store: Path, command: str) -> None:
+    result = runner.invoke(app, [command, "-", "--repo", str(repo), "--store", str(store), "--json"],
+                           input=REPORT.encode("utf-8") + b"\xff")  # a stray byte in a pasted log
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    if command == "search":
+        assert data["query"].startswith("Circle.area is wrong\n") and data["query"].endswith("\ufffd")
+        assert data["hits"][0]["qualified_name"] == "shapes.Circle.area"
+    else:
+        assert data["context_text"].startswith("## 1. `shapes.Circle.area`")
+
+
+def test_an_empty_stdin_query_is_bad_input(runner: CliRunner, repo: Path, store: Path) -> None:
+    result = runner.invoke(app, ["search", "-", "--repo", str(repo), "--store", str(store)], input="  \n")
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert "query is empty" in result.stderr and "Traceback" not in result.output
+
+
 @pytest.mark.parametrize("query", ["", "   "])
 def test_search_empty_query_is_bad_input(runner: CliRunner, repo: Path, store: Path, query: str) -> None:
     result = run(runner, "search", query, "--repo", repo, "--store", store)
