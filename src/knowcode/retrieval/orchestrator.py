@@ -444,14 +444,15 @@ class RetrievalOrchestrator:
                             for m in inside}
                 skip = list(spans_of.values())
                 own = _lines(rows, chunk.start_line, chunk.start_line, chunk.end_line, skip)
-                best, most = None, _matched(words, candidate.entity.qualified_name, own)
+                best, most = None, _matched(words, candidate.entity, own)
                 # the first member holding more words than the entity's own lines and name, and than
-                # every member before it; none can hold more than all the query's words
+                # every member before it (on equal words, more of them in its own name: `settings_path`
+                # over a `load` whose docstring reads "settings"); none can beat all words in its name
                 for member in inside:
-                    if most == len(words):
+                    if most == (len(words), len(words)):
                         break
                     lines = _lines(rows, chunk.start_line, *spans_of[member.id])
-                    held = _matched(words, member.qualified_name, lines)
+                    held = _matched(words, member, lines)
                     if held > most:
                         best, most = member, held
                 if best is not None:
@@ -494,6 +495,8 @@ def _lines(rows: Sequence[str], first_line: int, start: int, end: int,
     return "\n".join(kept)
 
 
-def _matched(words: frozenset[str], name: str, text: str) -> int:
-    """How many of the query's words the name and the text hold."""
-    return len(words.intersection(token_set(name + "\n" + text)))
+def _matched(words: frozenset[str], entity: Entity, text: str) -> tuple[int, int]:
+    """How many of the query's words the entity's qualified name and the text hold, then how many its
+    own name holds."""
+    return (len(words.intersection(token_set(entity.qualified_name + "\n" + text))),
+            len(words.intersection(token_set(entity.name))))

@@ -43,12 +43,13 @@ _PENALISED_PATH = re.compile(
 _CODE_WORD = re.compile(r"(?<![\w$])(?:[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|[a-z][a-z0-9]*[A-Z][\w$]*"
                         r"|[A-Z][a-z0-9]+[A-Z][\w$]*|_*[A-Za-z][A-Za-z0-9]*_[\w$]+)")
 # A plain word is code too where the text writes it as code: called (`Window(`, `jsonify()`), in
-# backquotes, or imported (`from django.db.models import Window`). Issue reports name the class they
-# use this way ("Lag() with DecimalField crashes"); a word and its opening parenthesis never touch in
-# prose. Keywords that take a parenthesis in code (`if (`, `super()`) are no names, nor `print(`, which
-# every reproduction calls.
+# backquotes, or imported (`from django.db.models import Window`, `import { Window } from`). Issue
+# reports name the class they use this way ("Lag() with DecimalField crashes"); a word and its opening
+# parenthesis never touch in prose. Keywords that take a parenthesis in code (`if (`, `super()`) are no
+# names, nor `print(`, which every reproduction calls.
 _CALLED_WORD = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$]+)\(|`([A-Za-z_$][\w$]+)(?:\(\))?`")
-_IMPORTED_WORDS = re.compile(r"^[ \t>]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+\(?([\w, \t]+)", re.MULTILINE)
+_IMPORTED_WORDS = re.compile(r"^[ \t>]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+[({]?[ \t]*([\w, \t]+)",
+                             re.MULTILINE)
 _NOT_NAMES = frozenset({"if", "for", "while", "switch", "catch", "return", "function", "super", "typeof",
                         "sizeof", "await", "yield", "assert", "print", "with", "elif", "not", "and", "or",
                         "in", "is", "as", "lambda", "new", "delete", "throw", "case", "do", "else"})

@@ -494,6 +494,18 @@ def test_a_packed_method_declared_beside_its_type_answers_for_the_chunk(
         assert (hit.path, hit.qualified_name, hit.start_line, hit.end_line) == expected
 
 
+TIED_MEMBERS_REPO = {"config.py": ('def load(path):\n    """Read the settings file."""\n'
+                                  '    return open(path).read()\n\n\n'
+                                  'def settings_path(root):\n    return root + "/app.cfg"\n')}
+
+
+def test_of_members_holding_as_many_query_words_the_one_whose_name_holds_them_answers(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    for kc in _indexed(tmp_path_factory, "tied", TIED_MEMBERS_REPO):
+        hit = kc.search("settings path", limit=1)[0]  # load holds both words too, in its body
+        assert (hit.qualified_name, hit.start_line, hit.end_line) == ("config.settings_path", 6, 7)
+
+
 def test_exact_hits_start_at_the_definition(many_kc: KnowCode) -> None:
     [hit] = many_kc.search('"reset_cache"', limit=1)
     assert (hit.qualified_name, hit.start_line, hit.end_line) == ("helpers.reset_cache", 9, 10)

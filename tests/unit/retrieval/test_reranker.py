@@ -307,6 +307,7 @@ def test_a_traceback_frame_names_its_function(query: str, path: str, name: str, 
     ("Lag() with DecimalField crashes", ["DecimalField", "Lag"]),  # called
     ("why does `jsonify` drop keys?", ["jsonify"]),  # in backquotes
     ("from pkg.models import (Window, F as Frame)\nimport os", ["pkg.models", "Window", "F", "os"]),
+    ("import { Window, Lag as L } from './window'", ["Window", "Lag"]),
     ("if (ready) { super().run(x); print(len(x)) }", ["len"]),  # keywords and builtins of syntax
     ("the __repr__() output and `__init__`", []),  # a protocol every class defines names none
     ("a function (see below) and some words", []),  # prose: a space before the parenthesis
