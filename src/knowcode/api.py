@@ -47,7 +47,6 @@ from knowcode.api_guard import MAX_BODY_BYTES, HostPolicy, RequestGuard, error_b
 from knowcode.api_schema import (
     CODE_OF_STATUS,
     GET_ERRORS,
-    MAX_QUERY_CHARS,
     MAX_TARGET_CHARS,
     POST_ERRORS,
     AskQuery,
@@ -56,6 +55,7 @@ from knowcode.api_schema import (
     EntityRef,
     ErrorCode,
     Limit,
+    SearchQuery,
     SearchText,
     Target,
     publish_only_sent_errors,
@@ -64,7 +64,7 @@ from knowcode.engine import KnowCode
 from knowcode.errors import KnowCodeError, StoreError
 from knowcode.models import Answer, FileRecord, TraceDirection
 from knowcode.readers import ReaderPool, auto_readers
-from knowcode.safety import check_text
+from knowcode.safety import MAX_QUERY_CHARS, check_text
 from knowcode.storage import Store
 
 API_PREFIX = "/api/v1"
@@ -301,15 +301,23 @@ def create_app(engine: KnowCode, *, token: str | None, max_body_bytes: int = MAX
         return _json({**body, "indexed_at": freshness.indexed_at,
                       "files_changed_since_index": freshness.files_changed}, freshness)
 
+    def searched(text: str, limit: int, repo: list[str] | None, all_repos: bool) -> Response:
+        query = _text(text, "query", MAX_QUERY_CHARS)
+        if repo or all_repos:
+            return run(lambda kc: render.cross_repo_data(kc.search_repositories(query, limit, repo)))
+        return run(lambda kc: render.search_json(query, kc.search(query, limit=limit)))
+
     @app.get(f"{API_PREFIX}/search", responses=GET_ERRORS)
     def search(q: SearchText, limit: Limit = 10, repo: RepoFilter = None,
                all_repos: AllRepos = False) -> Response:
         """Ranked code: one hit per entity, best first (as `knowcode search --json`); with `repo` or
         `all_repos`, across the repositories of the shared [backend] (as `--repo-filter` / `--all-repos`)."""
-        query = _text(q, "query", MAX_QUERY_CHARS)
-        if repo or all_repos:
-            return run(lambda kc: render.cross_repo_data(kc.search_repositories(query, limit, repo)))
-        return run(lambda kc: render.search_json(query, kc.search(query, limit=limit)))
+        return searched(q, limit, repo, all_repos)
+
+    @app.post(f"{API_PREFIX}/search", responses=POST_ERRORS)
+    def search_body(request: SearchQuery) -> Response:
+        """As ``GET /search``, the query in a JSON body: for one too long for a URL (an issue report)."""
+        return searched(request.query, request.limit, request.repo, request.all_repos)
 
     @app.post(f"{API_PREFIX}/context/query", responses=POST_ERRORS)
     def context_query(request: ContextQuery) -> Response:

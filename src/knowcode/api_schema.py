@@ -17,9 +17,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, Stri
 from knowcode.analysis.call_graph import MAX_DEPTH
 from knowcode.analysis.context_synthesizer import MAX_MAX_TOKENS, MIN_MAX_TOKENS
 from knowcode.models import TaskType, Verbosity
-from knowcode.safety import text_pattern
+from knowcode.safety import MAX_QUERY_CHARS, text_pattern
 
-MAX_QUERY_CHARS = 2_000  # a question, not a document: longer text is almost certainly a mistake
 MAX_TARGET_CHARS = 512  # an entity id, a qualified name or a path:line
 MAX_HTTP_LIMIT = 100  # hits or entities per request over HTTP (the Python API allows 1000)
 TASK_TYPE_CHOICES = ("auto", *(task.value for task in TaskType))  # `task_type` values; auto: classify
@@ -83,6 +82,20 @@ class ContextQuery(BaseModel):
     verbosity: Verbosity = Field(Verbosity.MINIMAL, description="Which fields the bundle carries.")
     limit_entities: JsonInt = Field(3, ge=1, le=MAX_HTTP_LIMIT, description="Ranked entities wanted.")
     expand_deps: StrictBool = Field(True, description="Add the entities' 1-hop callees after them.")
+
+
+class SearchQuery(BaseModel):
+    """The body of ``POST /search``: the arguments of ``GET /search``, for a query too long for a URL (an
+    issue report with its traceback)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, json_schema_extra=_QUERY_RULE,
+                       description='Words, an identifier, a "quoted exact name", or a whole issue report.')
+    limit: JsonInt = Field(10, ge=1, le=MAX_HTTP_LIMIT, description="Hits wanted.")
+    repo: list[str] | None = Field(None, max_length=100,
+                                   description="Search these repositories of the shared [backend].")
+    all_repos: StrictBool = Field(False, description="Search every repository of the shared [backend].")
 
 
 class AskQuery(BaseModel):

@@ -44,7 +44,7 @@ from knowcode.engine import KnowCode
 from knowcode.errors import KnowCodeError
 from knowcode.indexing import IndexReport
 from knowcode.readers import ReaderPool, auto_readers
-from knowcode.safety import check_text, split_host
+from knowcode.safety import MAX_QUERY_CHARS, check_text, split_host
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -59,7 +59,6 @@ INSTALL_HINT = 'pip install "knowcode[mcp]"'
 SERVER_NAME = "knowcode"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})  # streamable HTTP has no auth: loopback only
 DEFAULT_HTTP_PORT = 8765
-MAX_QUERY_CHARS = 4000  # a query or question; longer text is a pasted file, not a query
 MAX_TARGET_CHARS = 1000  # an entity id, qualified name or path[:line]
 MAX_LISTED = 20  # paths per list in index_status (changed, skipped, failed): the counts are complete
 # The first call waits at most this long for the change tracker's watches to be set up (a few ms on a
@@ -71,9 +70,9 @@ T = TypeVar("T")
 
 # Tool descriptions: the agent pays for them on every turn, so each says what it returns in one line.
 DESCRIPTIONS = {
-    "search_codebase": "Ranked code for a query (words, identifier or \"exact name\"): path, lines, "
-                       "entity, score per hit; no source text; `across` searches the shared [backend] "
-                       "instead.",
+    "search_codebase": "Ranked code for a query (words, identifier, \"exact name\" or a whole bug "
+                       "report): path, lines, entity, score per hit; no source text; `across` searches "
+                       "the shared [backend] instead.",
     "retrieve_context_for_query": "Token-budgeted Markdown context for a question: the relevant code, "
                                   "signatures and relations, with a sufficiency score.",
     "get_entity_context": "One entity's source, signature, docstring, members, callers, callees, bases, "

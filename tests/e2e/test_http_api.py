@@ -33,8 +33,9 @@ from schemathesis import GenerationMode
 
 from knowcode.api import API_PREFIX, FILES_CHANGED_HEADER, INDEXED_AT_HEADER
 from knowcode.api_guard import MAX_BODY_BYTES
-from knowcode.api_schema import MAX_HTTP_LIMIT, MAX_QUERY_CHARS
+from knowcode.api_schema import MAX_HTTP_LIMIT
 from knowcode.cli import app as cli_app
+from knowcode.safety import MAX_QUERY_CHARS
 from tests.e2e.http_server import LiveServer, serve
 
 TOKEN = "test-token-0123456789abcdef"
@@ -180,6 +181,32 @@ def test_stats(client: httpx.Client) -> None:
     assert response.status_code == 200
     _assert_fresh(response)
     assert response.json()["files"] == len(SAMPLE_REPO)
+
+
+def test_search_by_post_answers_as_get(client: httpx.Client) -> None:
+    got = client.get("/search", params={"q": "helper", "limit": 5}).json()
+    posted = client.post("/search", json={"query": "helper", "limit": 5})
+    assert posted.status_code == 200
+    _assert_fresh(posted)
+    assert posted.json() == got
+
+
+def test_an_issue_report_with_its_traceback_is_a_query(client: httpx.Client) -> None:
+    frame = '  File "/srv/app/pkg/util.py", line 2, in helper\n    return slugify(name)\n'
+    report = "helper() fails on empty names\n\nTraceback (most recent call last):\n" + frame * 120
+    assert 8_000 < len(report) <= MAX_QUERY_CHARS  # longer than the old limits of 2,000 and 4,000
+    response = client.post("/search", json={"query": report, "limit": 3})
+    assert response.status_code == 200, response.text
+    assert response.json()["hits"][0]["qualified_name"] == "pkg.util.helper"
+    assert client.get("/search", params={"q": report, "limit": 3}).json() == response.json()
+
+
+@pytest.mark.parametrize("body", [
+    {"query": ""}, {"query": "x" * (MAX_QUERY_CHARS + 1)}, {"query": "x", "limit": 0},
+    {"query": "x", "limit": "2"}, {"query": "x", "all_repos": "yes"}, {"query": "x", "extra": 1}, {},
+])
+def test_search_by_post_rejects_bad_input(client: httpx.Client, body: dict[str, Any]) -> None:
+    _error(client.post("/search", json=body), 400, "bad_request")
 
 
 @pytest.mark.parametrize("params", [
@@ -479,7 +506,7 @@ SEMANTIC_REFUSALS = ("is outside the repository", "leaves the repository",
 def test_openapi_conformance(server: LiveServer, mode: GenerationMode) -> None:
     schema = schemathesis.openapi.from_url(f"{server.base_url}/openapi.json")
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 11
+    assert len(operations) == 12
     schemathesis.checks.load_all_checks()
     # positive_data_acceptance would count the semantic refusals: the same rule, checked below with them
     checks = [check for check in schemathesis.checks.CHECKS.get_all()

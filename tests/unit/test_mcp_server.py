@@ -11,6 +11,7 @@ import pytest
 
 from knowcode.config import AppConfig, BackendConfig
 from knowcode.mcp_server import Repositories, _nullable_as_type_list, build_server
+from knowcode.safety import MAX_QUERY_CHARS
 from tests._milvus import release_lite_servers  # noqa: F401 - autouse: stops the test's servers
 from tests.conftest import SAMPLE_REPO, write_tree
 
@@ -63,6 +64,18 @@ def test_search_codebase_across_without_a_shared_backend_is_a_tool_error(tmp_pat
     finally:
         repos.items[0].engine.close()
     assert isinstance(answer, str) and "[backend] kind" in answer
+
+
+def test_search_codebase_takes_a_whole_issue_report_and_refuses_a_longer_text(tmp_path: Path) -> None:
+    frame = '  File "/srv/app/pkg/util.py", line 2, in helper\n    return slugify(name)\n'
+    report = "helper() fails on empty names\n\nTraceback (most recent call last):\n" + frame * 120
+    repos = Repositories.open([write_tree(tmp_path / "repo", SAMPLE_REPO)], tmp_path / "s")
+    try:
+        found, refused = _call(repos, [{"query": report, "limit": 3}, {"query": "x" * (MAX_QUERY_CHARS + 1)}])
+    finally:
+        repos.items[0].engine.close()
+    assert len(report) > 8_000 and found["hits"][0]["qualified_name"] == "pkg.util.helper"
+    assert isinstance(refused, str) and f"the limit is {MAX_QUERY_CHARS}" in refused
 
 
 def test_nullable_parameters_are_advertised_as_type_lists() -> None:
