@@ -48,6 +48,7 @@ from knowcode.api_schema import (
     CODE_OF_STATUS,
     GET_ERRORS,
     MAX_TARGET_CHARS,
+    MAX_URL_QUERY_CHARS,
     POST_ERRORS,
     AskQuery,
     ContextQuery,
@@ -301,8 +302,7 @@ def create_app(engine: KnowCode, *, token: str | None, max_body_bytes: int = MAX
         return _json({**body, "indexed_at": freshness.indexed_at,
                       "files_changed_since_index": freshness.files_changed}, freshness)
 
-    def searched(text: str, limit: int, repo: list[str] | None, all_repos: bool) -> Response:
-        query = _text(text, "query", MAX_QUERY_CHARS)
+    def searched(query: str, limit: int, repo: list[str] | None, all_repos: bool) -> Response:
         if repo or all_repos:
             return run(lambda kc: render.cross_repo_data(kc.search_repositories(query, limit, repo)))
         return run(lambda kc: render.search_json(query, kc.search(query, limit=limit)))
@@ -312,12 +312,13 @@ def create_app(engine: KnowCode, *, token: str | None, max_body_bytes: int = MAX
                all_repos: AllRepos = False) -> Response:
         """Ranked code: one hit per entity, best first (as `knowcode search --json`); with `repo` or
         `all_repos`, across the repositories of the shared [backend] (as `--repo-filter` / `--all-repos`)."""
-        return searched(q, limit, repo, all_repos)
+        return searched(_text(q, "query", MAX_URL_QUERY_CHARS), limit, repo, all_repos)
 
     @app.post(f"{API_PREFIX}/search", responses=POST_ERRORS)
     def search_body(request: SearchQuery) -> Response:
         """As ``GET /search``, the query in a JSON body: for one too long for a URL (an issue report)."""
-        return searched(request.query, request.limit, request.repo, request.all_repos)
+        return searched(_text(request.query, "query", MAX_QUERY_CHARS), request.limit, request.repo,
+                        request.all_repos)
 
     @app.post(f"{API_PREFIX}/context/query", responses=POST_ERRORS)
     def context_query(request: ContextQuery) -> Response:

@@ -19,6 +19,9 @@ from knowcode.analysis.context_synthesizer import MAX_MAX_TOKENS, MIN_MAX_TOKENS
 from knowcode.models import TaskType, Verbosity
 from knowcode.safety import MAX_QUERY_CHARS, text_pattern
 
+# GET /search's `q`: what a URL carries everywhere (HTTP parsers refuse request lines of some kilobytes);
+# a longer query, such as an issue report, goes in POST /search's body, up to MAX_QUERY_CHARS.
+MAX_URL_QUERY_CHARS = 2_000
 MAX_TARGET_CHARS = 512  # an entity id, a qualified name or a path:line
 MAX_HTTP_LIMIT = 100  # hits or entities per request over HTTP (the Python API allows 1000)
 TASK_TYPE_CHOICES = ("auto", *(task.value for task in TaskType))  # `task_type` values; auto: classify
@@ -149,8 +152,9 @@ EntityRef = Annotated[str, Path(min_length=1, max_length=MAX_TARGET_CHARS, descr
 Target = Annotated[str, Query(min_length=1, max_length=MAX_TARGET_CHARS, description=_TARGET_HELP,
                               json_schema_extra=_TARGET_RULE)]
 Depth = Annotated[int, Query(ge=1, le=MAX_DEPTH, description="Edges to follow.")]
-SearchText = Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, json_schema_extra=_QUERY_RULE,
-                                  description='Words, an identifier or a "quoted exact name".')]
+SearchText = Annotated[str, Query(min_length=1, max_length=MAX_URL_QUERY_CHARS, json_schema_extra=_QUERY_RULE,
+                                  description='Words, an identifier or a "quoted exact name" (longer text: '
+                                              'POST /search).')]
 Limit = Annotated[int, Query(ge=1, le=MAX_HTTP_LIMIT, description="Hits wanted.")]
 
 
