@@ -20,7 +20,9 @@ from typing import Any
 
 from knowcode.safety import split_host
 
-MAX_BODY_BYTES = 64 * 1024  # the largest request body read: a context query is well under 4 KiB
+# The largest request body read: any body the schema admits fits, its longest query (MAX_QUERY_CHARS) written
+# with JSON escapes of up to 12 bytes a character (a surrogate pair) and the other fields beside it.
+MAX_BODY_BYTES = 256 * 1024
 TOKEN_ENV = "KNOWCODE_API_TOKEN"  # the bearer token; required to bind anything but loopback
 MIN_TOKEN_CHARS = 16  # a shorter token is guessable: refuse it rather than serve with it
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})  # change nothing: their Content-Type is not checked
