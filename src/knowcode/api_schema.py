@@ -19,7 +19,8 @@ from knowcode.analysis.context_synthesizer import MAX_MAX_TOKENS, MIN_MAX_TOKENS
 from knowcode.models import TaskType, Verbosity
 from knowcode.safety import MAX_QUERY_CHARS, text_pattern
 
-# GET /search's `q`: what a URL carries everywhere (HTTP parsers refuse request lines of some kilobytes);
+# GET /search's `q`: what a URL carries everywhere. An encoded character takes up to 12 bytes, and clients
+# and servers refuse long URLs (httpx over 64 KiB, uvicorn's parser over 80 KiB, before the app answers);
 # a longer query, such as an issue report, goes in POST /search's body, up to MAX_QUERY_CHARS.
 MAX_URL_QUERY_CHARS = 2_000
 MAX_TARGET_CHARS = 512  # an entity id, a qualified name or a path:line
