@@ -444,15 +444,18 @@ class RetrievalOrchestrator:
                             for m in inside}
                 skip = list(spans_of.values())
                 own = _lines(rows, chunk.start_line, chunk.start_line, chunk.end_line, skip)
-                best, most = None, _matched(words, candidate.entity, own)
+                owner = candidate.entity
+                best, most = None, (_held(words, owner.qualified_name, own), _named(words, owner.name))
                 # the first member holding more words than the entity's own lines and name, and than
                 # every member before it (on equal words, more of them in its own name: `settings_path`
-                # over a `load` whose docstring reads "settings"); none can beat all words in its name
+                # over a `load` whose docstring reads "settings"); once all words are held, only a name
+                # holding more of them can win, and its lines need not be read
                 for member in inside:
-                    if most == (len(words), len(words)):
-                        break
+                    named = _named(words, member.name)
+                    if most[0] == len(words) and named <= most[1]:
+                        continue
                     lines = _lines(rows, chunk.start_line, *spans_of[member.id])
-                    held = _matched(words, member, lines)
+                    held = (_held(words, member.qualified_name, lines), named)
                     if held > most:
                         best, most = member, held
                 if best is not None:
@@ -495,8 +498,11 @@ def _lines(rows: Sequence[str], first_line: int, start: int, end: int,
     return "\n".join(kept)
 
 
-def _matched(words: frozenset[str], entity: Entity, text: str) -> tuple[int, int]:
-    """How many of the query's words the entity's qualified name and the text hold, then how many its
-    own name holds."""
-    return (len(words.intersection(token_set(entity.qualified_name + "\n" + text))),
-            len(words.intersection(token_set(entity.name))))
+def _held(words: frozenset[str], qualified_name: str, text: str) -> int:
+    """How many of the query's words the qualified name and the text hold."""
+    return len(words.intersection(token_set(qualified_name + "\n" + text)))
+
+
+def _named(words: frozenset[str], name: str) -> int:
+    """How many of the query's words a name holds (`settings_path`: settings, path)."""
+    return len(words.intersection(token_set(name)))
