@@ -222,7 +222,7 @@ class RetrievalOrchestrator:
         # The dense leg weighs alpha (0.2) in the fusion: 40-50 of the first tier's 50 candidates are
         # among the sparse leg's first 50 on the search-latency queries, so their rows are read now,
         # while the dense leg runs (when it is done, all rows are read at once after the fusion).
-        tier = FIRST_TIER_LIMIT * self.top_k_multiplier
+        tier = self._first_tier
         rows = (self.store.chunks_with_owners(sparse_ids[:tier], tokens=reads_tokens(query))
                 if dense_pending() else {})
         return _Prepared(current, named, code_only, rows)
@@ -271,16 +271,21 @@ class RetrievalOrchestrator:
         prose = frozenset(cid for cid, language in languages.items() if is_document_language(language))
         return prose, len(prose) == len(languages)
 
+    @property
+    def _first_tier(self) -> int:
+        """Candidates in the first tier: the spec's pool (limit x multiplier) at FIRST_TIER_LIMIT."""
+        return FIRST_TIER_LIMIT * self.top_k_multiplier
+
     def _tiered_fusion(self, sparse_ids: list[str], dense_ids: list[str], known: Container[str],
                        wanted: int, excluded: Container[str] = frozenset()) -> list[FusedCandidate]:
         """The first tier fused from the legs cut where each holds its own depth of admitted ids (so a
         deeper request cannot reorder it), then the rest of the fusion of the whole legs, up to `wanted`
         candidates; `excluded` ids are no candidates."""
-        tier = FIRST_TIER_LIMIT * self.top_k_multiplier
-        depth = tier * CANDIDATE_FACTOR
+        tier = self._first_tier
+        sparse_admits, dense_admits = _admitted(known, excluded)
         first = reciprocal_rank_fusion(
-            admitted_prefix(sparse_ids, depth, lambda c: c not in excluded),
-            admitted_prefix(dense_ids, depth, lambda c: c in known and c not in excluded),
+            admitted_prefix(sparse_ids, tier * CANDIDATE_FACTOR, sparse_admits),
+            admitted_prefix(dense_ids, tier * CANDIDATE_FACTOR, dense_admits),
             alpha=self.alpha, known=known, limit=tier, excluded=excluded)
         if wanted <= tier:
             return first
@@ -296,11 +301,9 @@ class RetrievalOrchestrator:
         first tier of this request and present in that of a deeper one."""
         if not excluded:
             return False
-        depth = FIRST_TIER_LIMIT * self.top_k_multiplier * CANDIDATE_FACTOR
-        admitted = (sum(1 for c in sparse_ids if c not in excluded),
-                    sum(1 for c in dense_ids if c in known and c not in excluded))
-        return any(len(ids) == per_leg and count < depth
-                   for ids, count in zip((sparse_ids, dense_ids), admitted, strict=True))
+        depth = self._first_tier * CANDIDATE_FACTOR
+        return any(len(ids) == per_leg and sum(map(admits, ids)) < depth
+                   for ids, admits in zip((sparse_ids, dense_ids), _admitted(known, excluded), strict=True))
 
     def _candidates(self, fused: Sequence[FusedCandidate], *, named: _Named | None,
                     exclude: Container[str] = (), read: Mapping[str, _Row] | None = None,
@@ -370,7 +373,7 @@ class RetrievalOrchestrator:
             mode, fused, legs, prepared = self._fused(query, wanted, errors)
             # The first tier (the spec's pool for the default limit) is reranked on its own, so a
             # larger limit only appends: hits from deeper candidates never overtake it.
-            tier = FIRST_TIER_LIMIT * self.top_k_multiplier
+            tier = self._first_tier
             tokens = reads_tokens(query)
             candidates = self._candidates(fused[:tier], named=prepared.named, read=prepared.rows,
                                           tokens=tokens)
@@ -461,6 +464,13 @@ class RetrievalOrchestrator:
                 if best is not None:
                     candidate = replace(candidate, entity=best)
             yield candidate, score
+
+
+def _admitted(known: Container[str], excluded: Container[str]) -> tuple[Callable[[str], bool],
+                                                                         Callable[[str], bool]]:
+    """Which ids of the sparse and of the dense leg may be candidates: none the query rules out, and of
+    the dense leg only ids the store still holds (its index may predate the last commit)."""
+    return (lambda c: c not in excluded), (lambda c: c in known and c not in excluded)
 
 
 def _beside(language: str) -> bool:
