@@ -96,9 +96,10 @@ def fetch_corpus(bench: Path, dest: Path, names: Sequence[str]) -> None:
 
 
 def load_repos(bench: Path, corpus: Path | None, only: Sequence[str] | None,
-               sets: Sequence[str] = (FILE_SET,)) -> list[Repo]:
+               sets: Sequence[str] = (FILE_SET,), questions: Path | None = None) -> list[Repo]:
     """The repos that have queries in the chosen sets, in corpora.json order, fetching the default
-    corpus cache when needed."""
+    corpus cache when needed; the span-level questions are read from `questions` when given (the
+    held-out set, benchmarks/data/questions_heldout), else from the bench folder."""
     entries = json.loads((bench / "corpora.json").read_text(encoding="utf-8"))
     known = [entry["name"] for entry in entries]
     unknown = sorted(set(only or ()) - set(known))
@@ -106,7 +107,8 @@ def load_repos(bench: Path, corpus: Path | None, only: Sequence[str] | None,
         raise SystemExit(f"unknown repo(s) {', '.join(unknown)}; known: {', '.join(known)}")
 
     def queries(name: str, set_name: str) -> list[Query]:
-        path = bench / SET_FOLDERS[set_name] / f"{name}.json"
+        own = questions if questions is not None and set_name == QUESTION_SET else None
+        path = (own or bench / SET_FOLDERS[set_name]) / f"{name}.json"
         return load_annotations(path) if set_name in sets and path.is_file() else []
 
     chosen = [(e, queries(e["name"], FILE_SET), queries(e["name"], QUESTION_SET)) for e in entries

@@ -3,7 +3,9 @@
 - `file`: the public code-search benchmark (bench/annotations, 14 repos, whole-file answers):
   NDCG@10 overall and per category (corpus_sets.py);
 - `questions`: span-level questions (bench/questions, 6 repos, line-span answers): NDCG@10,
-  Recall@10, MRR@10, per category, mean lines per hit (corpus_sets.py, set_scoring.py);
+  Recall@10, MRR@10, per category, mean lines per hit (corpus_sets.py, set_scoring.py); with
+  `--questions benchmarks/data/questions_heldout`, the held-out questions on the other 8 repos instead
+  (written after the ranking was tuned; report only, never tune on them);
 - `issues`: issue localization (bench/issues, 100 SWE-bench Verified issues at their base commits):
   file Acc@1/5/10, function Recall@10, Acc@10, NDCG@10, MRR@10, mean lines per hit, the share of
   top-10 hits that are prose/config files, and whether the first 10 hits of a limit-50 call equal
@@ -17,6 +19,7 @@ Indexing is not timed with the queries; query latency is measured per call.
 
     python benchmarks/quality.py --corpus /work/corpus --issue-repos /work/.mirror --store-root ~/.kcbench
     python benchmarks/quality.py --sets file questions --only flask zod
+    python benchmarks/quality.py --sets questions --questions benchmarks/data/questions_heldout
     python benchmarks/quality.py --sets issues --issues-only requests pytest --store-root ~/.kcbench
     python benchmarks/quality.py --sets issues --issues-sample 10 --ablation --store-root ~/.kcbench
 
@@ -113,13 +116,14 @@ def run_corpus_sets(args: argparse.Namespace, sets: Sequence[str], methods: dict
                     store_root: Path) -> dict[str, Any]:
     """The file and questions sets: every repo indexed once, both sets' queries run on it."""
     bench = find_bench_dir(args.bench)
-    repos: list[Repo] = load_repos(bench, args.corpus, args.only, sets)
+    repos: list[Repo] = load_repos(bench, args.corpus, args.only, sets, args.questions)
     runs = {s: {name: MethodRun() for name in methods} for s in sets}
     facts = {repo.name: run_corpus_repo(repo, store_root, methods, runs, args.limit, args.all_files)
              for repo in repos}
     index_view = "whole root (--all-files)" if args.all_files else "code files only (bench rules)"
     corpus = str(args.corpus or DEFAULT_CORPUS)
-    return {s: {"note": SET_NOTES[s] + f" Index view: {index_view}.", "corpus": corpus,
+    source = {QUESTION_SET: {"questions": str(args.questions)}} if args.questions else {}
+    return {s: {"note": SET_NOTES[s] + f" Index view: {index_view}.", "corpus": corpus, **source.get(s, {}),
                 "repos": {repo.name: {**facts[repo.name], "queries": len(repo.of_set(s))}
                           for repo in repos if repo.of_set(s)},
                 "queries": corpus_queries_json(s, repos),
@@ -166,6 +170,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--bench", type=Path, help=f"the benchmark folder (default: ${BENCH_DIR_ENV}, "
                         "else ../bench or ../../shared/bench next to the repository)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="file/questions sets: run only these repos")
+    parser.add_argument("--questions", type=Path, metavar="DIR",
+                        help="questions set: read them from DIR instead of bench/questions (the held-out "
+                        "set: benchmarks/data/questions_heldout)")
     parser.add_argument("--issue-repos", type=Path, metavar="DIR",
                         help=f"issue set: the folder of git repositories (default: ${ISSUE_REPOS_ENV})")
     parser.add_argument("--issues-only", nargs="+", metavar="REPO",
