@@ -123,12 +123,12 @@ def test_load_repos_reads_both_sets(tmp_path: Path) -> None:
 
 def test_load_repos_reads_questions_from_another_folder(tmp_path: Path) -> None:
     bench, corpus = tiny_bench(tmp_path)
+    def question(text: str, start: int) -> dict[str, object]:
+        return {"query": text, "category": "semantic", "task": "locate", "note": "n", "secondary": [],
+                "relevant": [{"path": "src/pkg/core.py", "start_line": start, "end_line": 5}]}
+
     heldout = write_tree(tmp_path / "heldout", {"tiny.json": json.dumps([
-        {"query": "where does the engine run", "category": "semantic", "task": "locate",
-         "relevant": [{"path": "src/pkg/core.py", "start_line": 4, "end_line": 5}], "secondary": [], "note": "n"},
-        {"query": "Engine", "category": "symbol", "task": "locate",
-         "relevant": [{"path": "src/pkg/core.py", "start_line": 1, "end_line": 5}], "secondary": [], "note": "n"},
-    ])})
+        question("where does the engine run", 4), question("Engine", 1)])})
     repos = corpus_sets.load_repos(bench, corpus, None, ("file", "questions"), heldout)
     assert len(repos[0].queries) == 2  # the file-level set still comes from the bench folder
     assert [q.text for q in repos[0].questions] == ["where does the engine run", "Engine"]

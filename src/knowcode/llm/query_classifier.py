@@ -139,6 +139,13 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\b\w*(?:error|exception|warning|fatal|panic)(?:\[\w+\])?\s*:(?!\s*(?:does|do|is|are|was|were"
          r"|what|how|why|when|which|who|can|could|should|would|will)\b)", STRONG),
         (r"\b(?:OOM\w*|out of memory)\b", STRONG),
+        # a message quoted from what the program said ("raises ValueError 'invalid literal for int'", "the
+        # log shows \"connection reset by peer\""): an error message seen, not one named
+        (r"\b(?:rais(?:es|ed|ing)|throws?|threw|thrown|logs?|logged|logging|prints?|printed|shows?|showed"
+         r"|shown|says|said|warns?|warned|complains?|complained|reports?|reported|fails?\s+with|failed\s+with"
+         r"|errors?\s+(?:out\s+)?with|dies\s+with|exits?\s+with)\b[^.?!\"'\u201c]{0,60}?(?<!\w)[\"'\u201c]"
+         # two words or more, closed within 200 characters (bounded: a report may be 20,000 characters)
+         r"(?=[^\"'\u201d\s]{1,40}\s+[^\"'\u201d\s])(?=[^\"'\u201d\n]{4,200}[\"'\u201d])", STRONG),
         # an exception's name alone may be the topic of a review or explain question ("catch BaseException")
         (r"\b(?-i:[A-Z][a-z]\w*(?:Error|Exception|Warning|Timeout))\b", MEDIUM),
         # "why does my X", "why isn't", "why won't": why about the asker's own, or about a negation
@@ -278,6 +285,11 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|\bwhere\b[^?]{0,120}?(?:,\s*|\s)and\s+(?:how|why)\b", STRONG),
         (r"\bexpla(?:in\w*|nation\w*)\b|\bwalk\s+(?:me\s+)?through\b"
          r"|\bwhat\s+happens\s+(?:[\w'-]+\s+){0,4}?(?:when|if|after|before|during|on)\b", STRONG),
+        # several parts of one flow asked at once ("which hooks run on save, where is the diff computed,
+        # and what writes it to disk?"): the asker wants the mechanism, not one place
+        (r"\b(?:which|where|what|how|when)\b[^?.]{3,120}?,\s*(?:and\s+)?(?:which|where|what|how|in what order"
+         r"|in which order)\b[^?.]{3,120}?(?:,\s*(?:and\s+)?|\s+and\s+)(?:which|where|what|how|in what order"
+         r"|in which order)\b", STRONG),
         (r"\bwhat\s+(?:does|do)\b[^?]{0,60}\b(?:do|does|mean|change|control"
          r"|accomplish|buy|save|add|protect|prevent|guard|solve|achieve|represent)\b", MEDIUM),
         # ... or a passive mechanism: "how feature flags are evaluated", "how are the templates chosen"
@@ -316,7 +328,8 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\bhow\s+(?:would|could|can|should|do|might|to)\s+(?:i|we|one|you|someone)?\s*(?:\w+\s+){0,2}?"
          r"(?:add|support|extend|implement|make|let|plug|hook|write|create|build|register|teach|expose|serve"
          r"|integrate|introduce|allow|enable|customi[sz]e|override|subclass|swap|replace|give|change|switch"
-         r"|migrate|port|convert|turn|restrict|limit|wire|structure|design|approach|go about)\b", STRONG),
+         r"|migrate|port|convert|turn|restrict|limit|wire|structure|design|approach|go about)\b"
+         r"|\bhow\s+(?:would|could|should|might)\s+(?:i|we|one)\s+get\b", STRONG),
         # a request that opens with the change: "add a --json flag", "implement soft deletes", "change the
         # search so that ...", also as the sentence after a statement ("the listing returns every row; give
         # it paging")

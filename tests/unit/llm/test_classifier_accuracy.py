@@ -21,7 +21,7 @@ TUNING_SET = DATA / "classifier_queries.jsonl"  # the first cues were adjusted w
 HOLDOUT_SET = DATA / "classifier_queries_holdout.jsonl"  # written after the first cues froze
 # issue 13: the new sets, each written in full before tuning, then split once (benchmarks/classifier_split.py)
 SOURCES = {name: DATA / f"classifier_queries_{name}.jsonl"
-           for name in ("v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10")}
+           for name in ("v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11")}
 TUNING = [TUNING_SET, *(DATA / f"classifier_queries_{name}_tuning.jsonl" for name in SOURCES)]
 HELD_OUT = [HOLDOUT_SET, *(DATA / f"classifier_queries_{name}_holdout.jsonl" for name in SOURCES)]
 MIN_ACCURACY = 0.75  # issue 4, "Show it works": classifier accuracy on a labelled set
@@ -133,6 +133,14 @@ def test_the_v10_set_is_large_with_every_type_represented() -> None:
     assert len(labelled) >= MIN_V10_QUERIES
     counts = Counter(task for _, task in labelled)
     assert all(counts[task] >= MIN_V10_PER_TYPE for task in TaskType), counts
+
+
+def test_the_v11_set_is_the_labels_of_the_held_out_span_level_questions() -> None:
+    folder = ROOT / "benchmarks" / "data" / "questions_heldout"
+    questions = [question for path in sorted(folder.glob("*.json"))
+                 for question in json.loads(path.read_text(encoding="utf-8"))]
+    assert sorted((q["query"], q["task"]) for q in questions) == sorted(
+        (query, task.value) for query, task in _load(SOURCES["v11"]))
 
 
 @pytest.mark.parametrize("name", sorted(SOURCES))
