@@ -160,7 +160,7 @@ def set_section(set_name: str, data: dict[str, Any], ablations: Sequence[str]) -
     methods = _ok(data["methods"])
     metrics = SET_METRICS[set_name]
     title = {FILE_SET: "File-level benchmark (bench/annotations)",
-             QUESTION_SET: "Span-level questions (bench/questions)",
+             QUESTION_SET: f"Span-level questions ({data.get('questions', 'bench/questions')})",
              ISSUE_SET: "Issue localization (bench/issues)"}[set_name]
     lines = ["", f"## {title}", "", data["note"], ""]
     categories = [c for c in CATEGORIES if any(c in m["categories"] for m in methods.values())]
