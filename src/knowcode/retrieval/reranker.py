@@ -211,18 +211,20 @@ def reads_tokens(query: str) -> bool:
     return bool(_Query.of(query).long_share)
 
 
-def mentioned_symbols(query: str) -> list[str]:
-    """The code names a question mentions: the whole query if it is a symbol, else its code words."""
+@lru_cache(maxsize=QUERY_FACTS_CACHE)
+def mentioned_symbols(query: str) -> tuple[str, ...]:
+    """The code names a question mentions: the whole query if it is a symbol, else its code words.
+    Cached: signal scoring and the definitions lookup both read them for the same query."""
     stripped = query.strip()
     if is_symbol_query(stripped):
-        return [stripped.removesuffix("()")]
+        return (stripped.removesuffix("()"),)
     written = [m.strip(".") for m in _CODE_WORD.findall(stripped)]
     written += [called or quoted for called, quoted in _CALLED_WORD.findall(stripped)]
     written += [name.split()[0] for names in _IMPORTED_WORDS.findall(stripped)
                 for name in names.split(",") if name.strip()]
     # a dunder (`__repr__`) is a protocol every class may define: it names none of them
-    return [word for word in dict.fromkeys(written)
-            if word not in _NOT_NAMES and not (word.startswith("__") and word.endswith("__"))]
+    return tuple(word for word in dict.fromkeys(written)
+                 if word not in _NOT_NAMES and not (word.startswith("__") and word.endswith("__")))
 
 
 @dataclass(frozen=True)
@@ -268,7 +270,7 @@ class _Query:
         if not is_symbol_query(stripped):
             slashed = stripped.replace("\\", "/")  # a Windows traceback's paths (C:\envs\...\query.py)
             return cls(stripped.lower(), words, None, "", "",
-                       mentions=tuple("." + m.lower() for m in mentioned_symbols(stripped)),
+                       mentions=tuple("." + m.lower() for m in mentioned_symbols(query)),
                        phrases=_phrases(stripped),
                        paths=tuple(dict.fromkeys(_LEADING_ROOT.sub("", path)
                                                  for path in _PATH_WORD.findall(slashed))),

@@ -313,4 +313,4 @@ def test_a_traceback_frame_names_its_function(query: str, path: str, name: str, 
     ("a function (see below) and some words", []),  # prose: a space before the parenthesis
 ])
 def test_a_plain_word_written_as_code_is_a_mention(query: str, named: list[str]) -> None:
-    assert mentioned_symbols(query) == named
+    assert list(mentioned_symbols(query)) == named
