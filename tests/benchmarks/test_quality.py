@@ -133,6 +133,15 @@ def test_load_repos_reads_questions_from_another_folder(tmp_path: Path) -> None:
     assert len(repos[0].queries) == 2  # the file-level set still comes from the bench folder
     assert [q.text for q in repos[0].questions] == ["where does the engine run", "Engine"]
 
+    # a questions folder with its own corpora.json covers repositories outside the bench corpus
+    write_tree(heldout, {"corpora.json": json.dumps([{"name": "tiny", "index_root": "pkgroot/pkg"}])})
+    own = corpus_sets.load_repos(bench, corpus, None, ("questions",), heldout)
+    assert [(r.name, r.root.name, len(r.questions)) for r in own] == [("tiny", "pkg", 2)]
+    write_tree(heldout, {"corpora.json": json.dumps([{"name": "absent", "index_root": "."}]),
+                         "absent.json": (heldout / "tiny.json").read_text()})
+    with pytest.raises(SystemExit, match=r"README\.md says how to get them"):
+        corpus_sets.load_repos(bench, corpus, None, ("questions",), heldout)
+
 
 def test_main_scores_both_corpus_sets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bench, corpus = tiny_bench(tmp_path)
