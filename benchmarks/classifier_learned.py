@@ -6,8 +6,8 @@ per n-gram and type), which is what the spec's classifier is. Its decision value
 
 * leave one author out: for each labelled set (old, v2 ... v10), the model is trained on every other set's
   tuning half and scored on this set's held-out half, so it has never seen its author;
-* the model trained on every tuning half (v11's included), scored on the v11 held-out half and on the
-  shared span-level questions (accuracy only: they are a test set).
+* the model trained on every tuning half (v11's and v12's included), scored on the v11 and v12 held-out
+  halves and on the shared span-level questions (accuracy only: they are a test set).
 
 Needs scikit-learn, which KnowCode does not depend on (``pip install scikit-learn``).
 
@@ -34,7 +34,8 @@ from classifier_accuracy import (
 from knowcode.llm.query_classifier import TIE_BREAK_ORDER, classify
 
 # each author's halves, by name; the first set's files carry no suffix
-AUTHORS = {"old": "", **{f"v{n}": f"_v{n}" for n in range(2, 12)}}
+AUTHORS = {"old": "", **{f"v{n}": f"_v{n}" for n in range(2, 13)}}
+SPAN_STYLE = ("v11", "v12")  # the held-out span-level questions' labels, in the shared questions' style
 C = 1.0  # the regression's inverse L2 strength: 0.3-3 all read within 0.005 leave-one-author-out
 ORDER = [task.value for task in TIE_BREAK_ORDER]
 
@@ -83,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "classifier_learned.json")
     args = parser.parse_args(argv)
     split = {name: halves(suffix) for name, suffix in AUTHORS.items()}
-    earlier = [name for name in split if name != "v11"]  # v11 is scored below, by a model that saw the rest
+    earlier = [name for name in split if name not in SPAN_STYLE]  # scored below, by a model that saw the rest
     loao: dict[str, dict[str, float]] = {}
     for name in earlier:
         model = fit([row for other in earlier if other != name for row in split[other][0]])
@@ -93,9 +94,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     pooled = {str(w): round(sum(loao[name][str(w)] * len(split[name][1]) for name in earlier) / held, 4)
               for w in args.weight}
     model = fit([row for tuning, _ in split.values() for row in tuning])
-    v11 = {str(w): accuracy(model, split["v11"][1], w) for w in args.weight}
-    result: dict[str, Any] = {"c": C, "leave_one_author_out": loao, "leave_one_author_out_pooled": pooled,
-                              "v11_holdout": v11}
+    result: dict[str, Any] = {"c": C, "leave_one_author_out": loao, "leave_one_author_out_pooled": pooled}
+    for name in SPAN_STYLE:
+        result[f"{name}_holdout"] = {str(w): accuracy(model, split[name][1], w) for w in args.weight}
     shared = args.shared_questions or default_shared_folder()
     if shared is not None and shared.is_dir():
         result["shared_questions"] = {str(w): accuracy(model, load_shared_questions(shared), w)

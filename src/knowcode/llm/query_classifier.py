@@ -143,7 +143,7 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         # log shows \"connection reset by peer\""): an error message seen, not one named
         (r"\b(?:rais(?:es|ed|ing)|throws?|threw|thrown|logs?|logged|logging|prints?|printed|shows?|showed"
          r"|shown|says|said|warns?|warned|complains?|complained|reports?|reported|fails?\s+with|failed\s+with"
-         r"|errors?\s+(?:out\s+)?with|dies\s+with|exits?\s+with)\b[^.?!\"'\u201c]{0,60}?(?<!\w)[\"'\u201c]"
+         r"|errors?\s+(?:out\s+)?with|dies\s+with|exits?\s+with|(?:starts?|starting|begins?)\s+with)\b[^.?!\"'\u201c]{0,60}?(?<!\w)[\"'\u201c]"
          # two words or more, closed within 200 characters (bounded: a report may be 20,000 characters)
          r"(?=[^\"'\u201d\s]{1,40}\s+[^\"'\u201d\s])(?=[^\"'\u201d\n]{4,200}[\"'\u201d])", STRONG),
         # an exception's name alone may be the topic of a review or explain question ("catch BaseException")
@@ -221,7 +221,7 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         # "session cookie key rotation", are names or search terms)
         # a symptom stated first, then a question about it ("Uploads are rejected even though the limit is
         # 50 MB. Where is the size checked?"): the question serves the report
-        (rf"^(?!\s*(?:{_OPENERS})\b)[^?]*?\b(?:{_SYMPTOM})\b[^?]*?[.;!]\s+[^?]*\?", MEDIUM),
+        (rf"^(?!\s*(?:{_OPENERS})\b)[^?]*?\b(?:{_SYMPTOM})\b[^?]*?[.;!]\s+[^?]*\?", STRONG),
         (rf"^(?!\s*(?:{_OPENERS})\b){_FINITE_VERB}(?=\W*(?:\S+\s+){{3,}}\S)[^?]*?(?:[.;!](?:\s|$)|$)", WEAK),
         (r"\b(?:errors?|exceptions?|throws?|thrown|raises|raised|unexpected\w*|incorrect|wrong|weird|strange"
          r"|odd|warns?|complains?|refused|denied"
@@ -284,7 +284,7 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         (r"\bwhy\b[^?]{0,160}?(?:,\s*|\s)and\s+(?:how|when|where|what|who|which)\b"
          r"|\bwhere\b[^?]{0,120}?(?:,\s*|\s)and\s+(?:how|why)\b", STRONG),
         (r"\bexpla(?:in\w*|nation\w*)\b|\bwalk\s+(?:me\s+)?through\b"
-         r"|\bwhat\s+happens\s+(?:[\w'-]+\s+){0,4}?(?:when|if|after|before|during|on)\b", STRONG),
+         r"|\bwhat\s+happens\s+(?:[\w'-]+\s+){0,4}?(?:when|if|after|before|during|on|between)\b", STRONG),
         # several parts of one flow asked at once ("which hooks run on save, where is the diff computed,
         # and what writes it to disk?"): the asker wants the mechanism, not one place
         (r"\b(?:which|where|what|how|when)\b[^?.]{3,120}?,\s*(?:and\s+)?(?:which|where|what|how|in what order"
