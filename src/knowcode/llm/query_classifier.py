@@ -274,9 +274,13 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         # who makes a decision in the code: "what decides whether the client is redirected"
         (r"\b(?:what|who|which \w+)\s+(?:decides|determines|controls|governs|chooses|picks|triggers)\b"
          r"|\bhow\s+(?:is\s+it|does\s+it)\s+(?:decided|determined|chosen)\b", STRONG),
-        # a behaviour in a situation: "what does the event bus do when a subscriber raises?"
+        # a behaviour in a situation: "what does the event bus do when a subscriber raises?", or the situation
+        # first ("When a handler raises inside a route, how does the error page get its status?"): a
+        # hypothetical, not a report of what happened
         (r"\bwhat\s+(?:does|do|will|would)\s+(?:\S+\s+){1,4}?(?:do|return|yield|produce|print|output|emit|send)"
-         r"\s+(?:when|if|after|on|with|once|for)\b", STRONG),
+         r"\s+(?:when|if|after|on|with|once|for)\b"
+         r"|^\W*(?:when|whenever|if|once|while|after|before)\s+[^?,.;]{3,160}?,\s*(?:and\s+)?(?:how|what|which"
+         r"|who|whose|where|why|when|does|do|is|are|will|would)\b", STRONG),
         # a "why" that goes on to ask for the mechanism ("why do my logs go to X, and when does Y attach its
         # handler?"): the asker wants it explained, not fixed (the shared questions' README labels it so);
         # likewise a "where" that goes on to ask how or why ("where does the request context come from, and
