@@ -143,7 +143,8 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
         # log shows \"connection reset by peer\""): an error message seen, not one named
         (r"\b(?:rais(?:es|ed|ing)|throws?|threw|thrown|logs?|logged|logging|prints?|printed|shows?|showed"
          r"|shown|says|said|warns?|warned|complains?|complained|reports?|reported|fails?\s+with|failed\s+with"
-         r"|errors?\s+(?:out\s+)?with|dies\s+with|exits?\s+with|(?:starts?|starting|begins?)\s+with)\b[^.?!\"'\u201c]{0,60}?(?<!\w)[\"'\u201c]"
+         r"|errors?\s+(?:out\s+)?with|dies\s+with|exits?\s+with|(?:starts?|starting|begins?)\s+with)\b"
+         r"[^.?!\"'\u201c]{0,60}?(?<!\w)[\"'\u201c]"
          # two words or more, closed within 200 characters (bounded: a report may be 20,000 characters)
          r"(?=[^\"'\u201d\s]{1,40}\s+[^\"'\u201d\s])(?=[^\"'\u201d\n]{4,200}[\"'\u201d])", STRONG),
         # an exception's name alone may be the topic of a review or explain question ("catch BaseException")
