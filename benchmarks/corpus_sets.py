@@ -101,8 +101,10 @@ def load_repos(bench: Path, corpus: Path | None, only: Sequence[str] | None,
     corpus cache when needed; the span-level questions are read from `questions` when given (a held-out
     set in benchmarks/data), else from the bench folder, and the repositories from its own corpora.json
     when it has one (benchmarks/data/questions_langs: repositories outside the bench corpus)."""
-    own_corpora = questions / "corpora.json" if questions is not None else None
-    listing = own_corpora if own_corpora is not None and own_corpora.is_file() else bench / "corpora.json"
+    own_listing = questions / "corpora.json" if questions is not None else None
+    if own_listing is not None and not own_listing.is_file():
+        own_listing = None
+    listing = own_listing or bench / "corpora.json"
     entries = json.loads(listing.read_text(encoding="utf-8"))
     known = [entry["name"] for entry in entries]
     unknown = sorted(set(only or ()) - set(known))
@@ -119,7 +121,7 @@ def load_repos(bench: Path, corpus: Path | None, only: Sequence[str] | None,
     chosen = [(e, q, s) for e, q, s in chosen if q or s]
     folder = corpus if corpus is not None else DEFAULT_CORPUS
     missing = [e["name"] for e, _, _ in chosen if not (folder / e["name"] / e["index_root"]).is_dir()]
-    if missing and listing != bench / "corpora.json":
+    if missing and own_listing:
         raise SystemExit(f"{folder} lacks {', '.join(missing)}: {listing.parent / 'README.md'} says how to "
                          "get them; pass that folder as --corpus")
     if missing and corpus is not None:
