@@ -17,10 +17,14 @@ DEFINITIONS = r"""
 """
 
 # Shared with TypeScript, whose grammar extends this one: assignments of functions to members
-# (`app.set = function set() {}`), calls, ES imports and CommonJS `require`.
+# (`app.set = function set() {}`) and named functions handed to a call at the top of a module
+# (`defineGetter(req, 'host', function host() {})`: a definition by another name; inside a function
+# such a callback is a step of that function), calls, ES imports and CommonJS `require`.
 MEMBER_FUNCTIONS = r"""
 (assignment_expression left: (member_expression object: (_) @receiver property: (property_identifier) @name)
   right: [(arrow_function) (function_expression) (generator_function)]) @definition.function
+(program (expression_statement (call_expression
+  arguments: (arguments (function_expression name: (identifier) @name))) @definition.function))
 """
 CALLS = r"""
 (call_expression function: (identifier) @name (#not-eq? @name "require")) @reference.call

@@ -150,3 +150,30 @@ res.send = function send(body) {};
     parse = by_name["core.schemas.$ZodObject.inst._zod.parse"]
     assert parse.parent_id == by_name["core.schemas.$ZodObject"].id
     assert "core.schemas.res.send" in by_name  # at module level, the receiver alone scopes it
+
+
+def test_a_named_function_handed_to_a_call_at_module_level_is_defined() -> None:
+    source = b'''/**
+ * The host, from X-Forwarded-Host when trusted.
+ */
+
+defineGetter(req, 'host', function host() {
+  return this.get('Host');
+});
+
+app.init = function init() {
+  this.on('mount', function onmount(parent) {
+    this.parent = parent;
+  });
+};
+
+describe('host', function () {});
+'''
+    parsed = parse_source("lib/request.js", "javascript", source, SPEC)
+    by_name = by_qualified_name(parsed)
+    host = by_name["lib.request.host"]
+    assert (host.start_line, host.end_line) == (5, 7)
+    assert host.docstring == "The host, from X-Forwarded-Host when trusted."
+    assert parsed.lead_lines[host.id] == 1
+    # a callback inside a function is a step of that function; an anonymous one names nothing
+    assert sorted(by_name) == ["lib.request", "lib.request.app.init", "lib.request.host"]
