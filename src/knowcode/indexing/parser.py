@@ -189,14 +189,22 @@ def _lead_line(comments: list[Node]) -> int | None:
     return None
 
 
+def _body_docstring(body: Node | None) -> str:
+    """The docstring of a Python-style body: its first statement (comments are none) when that is a
+    string."""
+    first = next((c for c in body.named_children if c.type != "comment"), None) if body is not None else None
+    if first is not None and first.type == "expression_statement" and first.named_children:
+        literal = first.named_children[0]
+        if literal.type == "string":
+            return _STRING_DELIMITERS.sub("", _text(literal)).strip()[:MAX_DOCSTRING_CHARS]
+    return ""
+
+
 def _docstring(definition: _Definition, spec: LanguageSpec, comments: list[Node]) -> str:
     if spec.docstring_in_body:
-        body = definition.core.child_by_field_name(spec.body_field)
-        first = body.named_children[0] if body is not None and body.named_children else None
-        if first is not None and first.type == "expression_statement" and first.named_children:
-            literal = first.named_children[0]
-            if literal.type == "string":
-                return _STRING_DELIMITERS.sub("", _text(literal)).strip()[:MAX_DOCSTRING_CHARS]
+        docstring = _body_docstring(definition.core.child_by_field_name(spec.body_field))
+        if docstring:
+            return docstring
     return _clean_comment("\n".join(map(_text, comments)))[:MAX_DOCSTRING_CHARS]
 
 
@@ -304,12 +312,13 @@ def parse_source(path: str, language: str, source: bytes, spec: LanguageSpec,
     name, dotted = module_name(path)
     dotted = dotted_name or dotted
     line_count = source.count(b"\n") + (0 if source.endswith(b"\n") else 1)
+    root = tree.root_node
     module = Entity(id=stable_id(path, dotted, "0"), path=path, kind=EntityKind.MODULE, name=name,
-                    qualified_name=dotted, parent_id=None, start_line=1,
-                    end_line=max(1, line_count), signature="", docstring="", language=language)
+                    qualified_name=dotted, parent_id=None, start_line=1, end_line=max(1, line_count),
+                    signature="", docstring=_body_docstring(root) if spec.docstring_in_body else "",
+                    language=language)
     entities = [module]
     references: list[RelationshipRow] = []
-    root = tree.root_node
     split_lines: dict[str, tuple[int, ...]] = {module.id: _statement_starts(_body(root, spec) or root)}
     lead_lines: dict[str, int] = {}
     definitions = _collect_definitions(matches, spec, source)

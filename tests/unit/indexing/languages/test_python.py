@@ -66,3 +66,19 @@ def test_references() -> None:
         ("calls", "pkg.mod.top", "Child", 21, ""),
         ("calls", "pkg.mod.top", "method", 21, ""),
     }
+
+
+def test_a_module_docstring_is_the_modules_after_its_comments() -> None:
+    source = b'''#!/usr/bin/env python
+# Copyright notice.
+"""Cut files into chunks."""
+
+def f():
+    # why, not what
+    """Do f."""
+'''
+    by_name = by_qualified_name(parse_source("pkg/chunker.py", "python", source, SPEC))
+    assert by_name["pkg.chunker"].docstring == "Cut files into chunks."
+    assert by_name["pkg.chunker.f"].docstring == "Do f."
+    late = parse_source("pkg/late.py", "python", b'import os\n"""Not a docstring."""\n', SPEC)
+    assert by_qualified_name(late)["pkg.late"].docstring == ""
