@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
 from knowcode.indexing.languages import is_document_language, spec_for
 from knowcode.indexing.tokenizer import token_set, tokenize
-from knowcode.models import Chunk, Entity, HitSource, RetrievalMode, SearchHit
+from knowcode.models import Chunk, Entity, EntityKind, HitSource, RetrievalMode, SearchHit
 from knowcode.retrieval.completeness import expand_dependencies, hit_for
 from knowcode.retrieval.embeddings import (
     EmbeddingProvider,
@@ -40,6 +40,7 @@ from knowcode.retrieval.hybrid_index import (
 from knowcode.retrieval.relevance_feedback import DEFAULT_FEEDBACK_WEIGHT, FEEDBACK_DOCUMENTS, expansion_terms
 from knowcode.retrieval.report_query import TITLE_REPEATS, weighted_report
 from knowcode.retrieval.reranker import (
+    CALLABLE_KINDS,
     Candidate,
     CrossEncoder,
     RankingSignals,
@@ -48,6 +49,7 @@ from knowcode.retrieval.reranker import (
     reads_calls,
     reads_tokens,
     rerank,
+    scores_sole_functions,
     wants_code_only,
 )
 from knowcode.retrieval.search_index import SearchIndex
@@ -377,11 +379,15 @@ class RetrievalOrchestrator:
             tokens = reads_tokens(query)
             candidates = self._candidates(fused[:tier], named=prepared.named, read=prepared.rows,
                                           tokens=tokens)
+            if scores_sole_functions(query):
+                candidates = self._as_sole_functions(candidates)
             sources = {c.chunk.id: source for c, source in candidates}
             ranked = self._rerank(query, candidates, errors)
             hits = self._unique_hits(query, ranked, sources, limit_entities, [])
             if len(hits) < limit_entities and len(fused) > tier:
                 deeper = self._candidates(fused[tier:], named=None, exclude=sources, tokens=tokens)
+                if scores_sole_functions(query):
+                    deeper = self._as_sole_functions(deeper)
                 sources.update((c.chunk.id, source) for c, source in deeper)
                 more = self._rerank(query, deeper, errors)
                 ranked += more
@@ -391,6 +397,21 @@ class RetrievalOrchestrator:
         dependencies = expand_dependencies(self.store, hits) if expand_deps and hits else []
         return RetrievalResult(query, mode, tuple(hits), tuple(dependencies), tuple(errors),
                                per_entity_token_budget(max_tokens, limit_entities), len(ranked), legs)
+
+    def _as_sole_functions(self, candidates: Sequence[tuple[Candidate, HitSource]]
+                           ) -> list[tuple[Candidate, HitSource]]:
+        """The candidates, each chunk of a module that holds exactly one member, a function or method,
+        owned by that function (see reranker.scores_sole_functions); one query for all of them."""
+        spans = [(c.entity.id, c.chunk.start_line, c.chunk.end_line, _beside(c.entity.language))
+                 for c, _ in candidates if c.entity.kind is EntityKind.MODULE]
+        members = self.store.members_within(spans) if spans else {}
+        sole: list[tuple[Candidate, HitSource]] = []
+        for candidate, source in candidates:
+            inside = [m for m in members.get(candidate.entity.id, ()) if _within(m, candidate.chunk)]
+            if len(inside) == 1 and inside[0].kind in CALLABLE_KINDS:
+                candidate = replace(candidate, entity=inside[0])
+            sole.append((candidate, source))
+        return sole
 
     def _rerank(self, query: str, candidates: Sequence[tuple[Candidate, HitSource]],
                 errors: list[str]) -> list[tuple[Candidate, float]]:

@@ -130,7 +130,7 @@ _DOC_WORDS = frozenset(tokenize("doc docs documentation documented readme change
 # 0.864, 3: 0.665 / 0.864, 5: 0.653 / 0.864; callees only, 3 seeds: 0.657 / 0.866 (kept: the callers
 # cost a file-level query).
 CALL_SEEDS = 3
-_CALLABLE = frozenset({EntityKind.FUNCTION, EntityKind.METHOD})
+CALLABLE_KINDS = frozenset({EntityKind.FUNCTION, EntityKind.METHOD})
 _REEXPORT_FILES = frozenset({"__init__.py", "index.js", "index.ts", "mod.rs"})
 
 
@@ -203,6 +203,13 @@ def reads_calls(query: str, signals: RankingSignals) -> bool:
     """Whether signal scoring reads the call edges among the candidates for the query (long questions
     only, when a call signal is on): when not, the caller need not look them up."""
     return signals.callee != 1.0 and bool(_Query.of(query).long_share)
+
+
+def scores_sole_functions(query: str) -> bool:
+    """Whether a candidate is scored as what its chunk holds for the query (long questions, whose signals
+    judge functions): a module chunk whose only member is a function is that function, not a chunk that
+    is no function or method (a small file of one function fits one chunk, which its module owns)."""
+    return bool(_Query.of(query).long_share)
 
 
 def reads_tokens(query: str) -> bool:
@@ -402,7 +409,7 @@ def score_signals(query: str, candidates: Sequence[Candidate], signals: RankingS
     for candidate, share in zip(candidates, covered, strict=True):
         coherence = signals.file_coherence ** min(4, per_file[candidate.chunk.path] - 1)
         factor = _signal_factor(candidate, facts, signals, clock) * signals.coverage ** share
-        if candidate.entity.kind not in _CALLABLE and not facts.is_report:
+        if candidate.entity.kind not in CALLABLE_KINDS and not facts.is_report:
             factor *= signals.non_callable ** facts.long_share
         scored.append((candidate, candidate.score * coherence * factor))
     scored.sort(key=lambda pair: -pair[1])

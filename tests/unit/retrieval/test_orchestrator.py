@@ -651,6 +651,34 @@ def test_a_report_s_title_decides_its_keyword_ranking(report_kc: KnowCode, query
         assert result.hits[0].path == first
 
 
+# --- a small file of one function is that function ------------------------------------------------
+
+SOLE_REPO = {
+    "backoff.py": ("import random\n\n\n"
+                   "def next_delay(attempt, base):\n"
+                   "    return base * 2 ** attempt + random.uniform(0, base)  # retry backoff with jitter\n"),
+    "policy.py": ("# the retry backoff policy: base delay, jitter and attempts for every client\n"
+                  "RETRY_BACKOFF = {'base': 0.5, 'jitter': True, 'attempts': 5}\n"),
+}
+SOLE_QUESTION = ("When a request to the server fails, how is the retry backoff delay with random jitter "
+                 "computed for the next attempt, and where is the base delay configured?")
+
+
+def test_a_module_chunk_holding_one_function_is_scored_as_that_function(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    # Each file fits one chunk, which its module owns; the long question damps chunks that are no
+    # function or method, but backoff.py's chunk is its function: only policy.py's is damped.
+    scores: dict[float, dict[str, float]] = {}  # per non-callable penalty, hit scores by path
+    for engine in _indexed(tmp_path_factory, "sole", SOLE_REPO):
+        for penalty in (RankingSignals().non_callable, 1.0):
+            for orchestrator in _orchestrator(engine, None, signals=RankingSignals(non_callable=penalty)):
+                hits = orchestrator.retrieve(SOLE_QUESTION, limit_entities=2, expand_deps=False).hits
+                scores[penalty] = {hit.path: hit.score for hit in hits}
+    damped, undamped = scores[RankingSignals().non_callable], scores[1.0]
+    assert damped["backoff.py"] == pytest.approx(undamped["backoff.py"])
+    assert damped["policy.py"] < undamped["policy.py"]  # a long question: the penalty applies
+
+
 # --- every language: a definition's name finds it with its own span ---------------------------------
 
 LANGUAGE_FIXTURES = sorted(p.stem.removeprefix("test_") for p in
