@@ -35,6 +35,9 @@ tests/data/classifier_README.md for how each was written and which were tuned on
 * ``classifier_queries_v12_tuning.jsonl`` (60) and ``classifier_queries_v12_holdout.jsonl`` (60): the
   labels of the 120 held-out questions in eight more languages (benchmarks/data/questions_langs), by four
   further authors, split and tuned on the same way;
+* ``classifier_queries_v13_tuning.jsonl`` (60) and ``classifier_queries_v13_holdout.jsonl`` (60): the
+  labels of the 120 held-out questions on eight whole Python and TypeScript repositories
+  (benchmarks/data/questions_repos), by four further authors, split the same way;
 * the shared span-level questions (``../shared/bench/questions/*.json``, 120 with a ``task`` label), a test
   set that is never tuned on; skipped with a note when the folder is absent.
 
@@ -71,7 +74,7 @@ DEFAULT_SETS = tuple(DATA / f"classifier_queries{name}.jsonl" for name in (
     "", "_holdout", "_v2_tuning", "_v2_holdout", "_v3_tuning", "_v3_holdout", "_v4_tuning", "_v4_holdout",
     "_v5_tuning", "_v5_holdout", "_v6_tuning", "_v6_holdout", "_v7_tuning", "_v7_holdout", "_v8_tuning",
     "_v8_holdout", "_v9_tuning", "_v9_holdout", "_v10_tuning", "_v10_holdout", "_v11_tuning", "_v11_holdout",
-    "_v12_tuning", "_v12_holdout"))
+    "_v12_tuning", "_v12_holdout", "_v13_tuning", "_v13_holdout"))
 # Where the shared span-level questions are looked for: the benchmark folder corpus_sets.py uses
 # ($KNOWCODE_BENCH_DIR, else bench/ beside the repository, else ../shared/bench), its questions/ folder.
 BENCH_DIR_ENV = "KNOWCODE_BENCH_DIR"
@@ -241,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Evaluate each query set, print the figures and record them as JSON; return the exit status."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--queries", type=Path, nargs="+", default=list(DEFAULT_SETS),
-                        help="JSON Lines files of {query, task_type} (default: the twenty-four sets in "
+                        help="JSON Lines files of {query, task_type} (default: the twenty-six sets in "
                              "tests/data)")
     parser.add_argument("--shared-questions", type=Path, default=None, metavar="DIR",
                         help="folder of the shared span-level questions (*.json with a task label; default: "
