@@ -80,6 +80,21 @@ def test_definition_boost(query: str, candidate: Candidate, expected: float) -> 
     assert _factor(query, candidate, definition=3.0, definition_path=1.5) == pytest.approx(expected)
 
 
+
+MENTION_QUESTION = ("Why does calling engine.run twice with different worker pools leave stale jobs queued "
+                    "in the scheduler backend?")
+MENTION_REPORT = MENTION_QUESTION + " " + " ".join(f"logline{i}" for i in range(20))
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("engine.run retries", 2.0),  # a short query naming code wants its definition
+    (MENTION_REPORT, 2.0),  # so does a report: the code it names is where it failed
+    (MENTION_QUESTION, 1.0),  # a long question asks how it behaves, which its definition rarely is all of
+])
+def test_named_code_s_definition_counts_in_short_queries_and_reports(query: str, expected: float) -> None:
+    candidate = _candidate(qualified="pkg.engine.run")
+    assert _factor(query, candidate, mention=2.0) == pytest.approx(expected)
+
 @pytest.mark.parametrize(("path", "expected"), [
     ("tests/test_engine.py", 0.5), ("pkg/test_engine.py", 0.5), ("pkg/engine_test.go", 0.5),
     ("src/app.spec.ts", 0.5), ("examples/demo.py", 0.5), ("docs/conf.py", 0.5), ("pkg/_compat.py", 0.5),
