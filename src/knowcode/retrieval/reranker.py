@@ -115,7 +115,8 @@ DIVERSE_QUERY_TOKENS = 8
 UNDIVERSE_QUERY_TOKENS = 12
 # The most distinct tokens a question holds; a longer query is a report (an issue, a traceback). The
 # span-level questions (12-40 words) hold 10-21 tokens, the issue reports of bench/issues a median of 76
-# (7 of 100 hold at most 24). A report mentions docs in passing and names no kind of code it wants.
+# (7 of 100 hold at most 24: each is a title line over a body, which makes a report too). A report
+# mentions docs in passing and names no kind of code it wants.
 QUESTION_TOKENS = 24
 # Queries whose facts are kept: one query is read by the fusion (wants_code_only) and by each tier's
 # signal scoring, and the longest report of bench/issues (1,200 words) takes ~4.5 ms to read (measured);
@@ -259,8 +260,9 @@ class _Query:
 
     @property
     def is_report(self) -> bool:
-        """Whether the query is a report rather than a question: more than QUESTION_TOKENS tokens."""
-        return len(self.words) > QUESTION_TOKENS
+        """Whether the query is a report rather than a question: more than QUESTION_TOKENS tokens, or a
+        title line over a body (pasted output, a reproduction)."""
+        return len(self.words) > QUESTION_TOKENS or "\n" in self.lowered.strip()
 
     @property
     def about_docs(self) -> bool:

@@ -89,6 +89,7 @@ MENTION_REPORT = MENTION_QUESTION + " " + " ".join(f"logline{i}" for i in range(
 @pytest.mark.parametrize(("query", "expected"), [
     ("engine.run retries", 2.0),  # a short query naming code wants its definition
     (MENTION_REPORT, 2.0),  # so does a report: the code it names is where it failed
+    (MENTION_QUESTION + "\n>>> engine.run(pool)", 2.0),  # a short report: a title over what it pasted
     (MENTION_QUESTION, 1.0),  # a long question asks how it behaves, which its definition rarely is all of
 ])
 def test_named_code_s_definition_counts_in_short_queries_and_reports(query: str, expected: float) -> None:
