@@ -337,8 +337,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|\bhow\s+(?:would|could|should|might)\s+(?:i|we|one)\s+get\b", STRONG),
         # a request that opens with the change: "add a --json flag", "implement soft deletes", "change the
         # search so that ...", also as the sentence after a statement ("the listing returns every row; give
-        # it paging")
-        (r"(?:^|[.;:!?]\s+)\W*(?:please\s+|let's\s+|(?:can|could|should|shall) (?:we|you|i)\s+)?(?:add"
+        # it paging"), or as the purpose the question serves ("To support zstd responses I need to ...")
+        (r"(?:^|[.;:!?]\s+)\W*(?:please\s+|let's\s+|(?:can|could|should|shall) (?:we|you|i)\s+"
+         r"|(?:in order )?to\s+)?(?:add"
          r"|implement|support|create|build|write|make|extend|give(?!\s+(?:me|us)\b)|introduce|allow|enable"
          r"|expose|teach|wire|integrate|plug|swap|replace|switch|migrate|port|convert|change|modify|adjust"
          r"|tweak|rework|instrument|locali[sz]e"
@@ -350,8 +351,12 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|\b(?:best|cleanest|right|simplest|easiest)\s+(?:way|extension point|hook|place)\b", STRONG),
         (r"\bnew\s+(?:\w+\s+)?(?:endpoint|command|subcommand|feature|flag|option|provider|backend|plugin"
          r"|language|parser|api|route|field|column|method|class|module|tool|type|mode|format|integration"
-         r"|reducer|hook|chart|auth\w*|serialization|output|schema|middleware|handler|step|check|job|test)s?\b",
-         STRONG),
+         r"|reducer|hook|chart|auth\w*|serialization|output|schema|middleware|handler|step|check|job|test)s?\b"
+         r"|\b(?:a new|another)\s+(?:kind|sort|type)\s+of\b", STRONG),
+        # the asker building a piece of their own ("I'm writing my own middleware that ...")
+        (r"\b(?:i'm|i am|we're|we are)\s+(?:writing|building|implementing|adding|creating|making)\s+"
+         r"(?:(?:my|our)\s+own|an?\s+(?:custom|new)|an?\s+(?:[\w-]+\s+)?(?:extension|plugin|middleware|adapter"
+         r"|backend|handler|hook|transport|provider|serializer|subclass|wrapper|integration))\b", STRONG),
         # where a new piece would go (not "where should I start reading", a newcomer's question)
         (r"\bwhere\s+(?:should|would|could)\b(?!\s+(?:i|we|one|you)\s+(?:start|begin))", STRONG),
         # which extension point to use: "which function should I override", "what class do we subclass"
@@ -424,7 +429,9 @@ _RAW_PATTERNS: dict[TaskType, tuple[tuple[str, float], ...]] = {
          r"|deadlock|leak|overflow|race|loop forever|go wrong|be exploited|be abused|lose|corrupt|serve stale"
          r"|be stale)\b", MEDIUM),
         (r"\b(?:pull request|pr|diff|changes|patch|commit|before merging)\b"
-         r"|\b(?:this|that|my|our|the|these)\s+(?:\w+\s+)?change\b|\b(?:the|this|my|our)\s+new\s+\w+",
+         r"|\b(?:a|this|that|my|our|the|these)\s+(?:\w+\s+)?change\b|\b(?:the|this|my|our)\s+new\s+\w+"
+         # the asker at work on a review, named first ("Reviewing code that retries ...: is ...?")
+         r"|^\W*(?:(?:i'm|i am|we're|we are|while|when)\s+)?reviewing\b",
          MEDIUM),
         (r"\b(?:check|look|scan)\s+(?:\w+\s+){0,8}?for\b|\bpoint out\b|\bcheck (?:whether|if|that)\b",
          MEDIUM),

@@ -329,6 +329,26 @@ V10_GENERAL = ["in two sentences, what is the point of this repo?",
                "what am I looking at here",
                "Is there a recommended reading order for the source tree?"]
 V10_TABLES = V10_DEBUG + V10_LOCATE + V10_EXTEND + V10_REVIEW + V10_EXPLAIN + V10_GENERAL
+# The v13 round (the labels of the whole-repository question set), from the v12 and v13 tuning halves: a
+# review the asker is doing, named first, or "a change" under review is review; a new kind of thing, the
+# purpose a question serves ("To support ...") and the asker building a piece of their own are extend.
+V13_REVIEW = ["Reviewing a change that pickles configured loggers to ship them to worker processes: what "
+              "happens if the output logger writes to an opened log file instead of stdout or stderr?",
+              "Reviewing code that calls recv(timeout=1) in a loop with the threading (sync) client: if the "
+              "timeout expires halfway through a fragmented message, are the fragments already received kept "
+              "for the next call?"]
+V13_EXTEND = ["I want fetch to accept a new kind of request body, say a web ReadableStream. Where is the "
+              "body normalized into a Node stream, and where are its Content-Type and Content-Length "
+              "derived?",
+              "To support zstd-compressed responses I need to change both the request headers and the "
+              "response decoding. Where does node-fetch advertise accepted encodings and pick a decompressor "
+              "for the body?",
+              "I'm writing my own middleware that adds a new property to the store API. How do the "
+              "type-level mutators make that property appear on the store type when several middlewares are "
+              "stacked?",
+              "I'm writing an extension that keeps its own state in the X monad. How do I make that state "
+              "survive an in-place restart, and how is it written out and read back?"]
+V13_TABLES = V13_REVIEW + V13_EXTEND
 
 
 @pytest.mark.parametrize(("query", "task"), [
@@ -380,6 +400,26 @@ def test_the_v9_round_cues_from_the_v3_and_v9_tuning_halves(query: str, task: Ta
     *((query, TaskType.GENERAL) for query in V10_GENERAL),
 ])
 def test_the_v10_round_cues_from_the_tuning_halves(query: str, task: TaskType) -> None:
+    assert classify(query).task_type is task
+
+
+@pytest.mark.parametrize(("query", "task"), [
+    *((query, TaskType.REVIEW) for query in V13_REVIEW),
+    *((query, TaskType.EXTEND) for query in V13_EXTEND),
+])
+def test_the_v13_round_cues_from_the_tuning_halves(query: str, task: TaskType) -> None:
+    assert classify(query).task_type is task
+
+
+# What the v13-round changes must keep (written for these tests): a purpose that is a symptom's setting stays
+# debug, "kind of" alone is no new kind, writing a report is no piece of code.
+@pytest.mark.parametrize(("query", "task"), [
+    ("To make the tests pass I cleared the cache, but the build still fails with 'missing module'. Why?",
+     TaskType.DEBUG),
+    ("What kind of object does the loader return?", TaskType.EXPLAIN),
+    ("I'm writing a report on the architecture: how is the project organised?", TaskType.GENERAL),
+])
+def test_the_v13_round_cues_stay_narrow(query: str, task: TaskType) -> None:
     assert classify(query).task_type is task
 
 
@@ -499,14 +539,17 @@ def _tuning_queries() -> set[str]:
                                                    "classifier_queries_v7_tuning.jsonl",
                                                    "classifier_queries_v8_tuning.jsonl",
                                                    "classifier_queries_v9_tuning.jsonl",
-                                                   "classifier_queries_v10_tuning.jsonl")
+                                                   "classifier_queries_v10_tuning.jsonl",
+                                                   "classifier_queries_v11_tuning.jsonl",
+                                                   "classifier_queries_v12_tuning.jsonl",
+                                                   "classifier_queries_v13_tuning.jsonl")
             for line in (data / name).read_text(encoding="utf-8").splitlines() if line.strip()}
 
 
 def test_the_cue_tables_come_from_the_tuning_halves_only() -> None:
     tables = (BARE_IDENTIFIERS + SYMPTOMS + ERROR_MESSAGES + WHY_ABOUT_BEHAVIOUR + EXTEND_REQUESTS
               + REVIEW_QUESTIONS + GENERAL_QUESTIONS + EXPLAIN_QUESTIONS + V4_TABLES + V5_TABLES + V6_TABLES
-              + V8_TABLES + V9_TABLES + V10_TABLES)
+              + V8_TABLES + V9_TABLES + V10_TABLES + V13_TABLES)
     assert set(tables) <= _tuning_queries()
 
 
