@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -58,6 +59,28 @@ def exit_with_parent(alive: Connection) -> None:
 
 
 @contextmanager
+def _main_script_hidden() -> Iterator[None]:
+    """Hide a main script that no process can run again while the block lasts.
+
+    A new worker runs the parent's ``__main__.__file__`` first, so that functions defined there
+    unpickle; a script read from stdin (``python - <<EOF``, as agents run Python) is named
+    ``<stdin>``, which is no file, and every worker died of it. The workers only run KnowCode's own
+    functions, so they need no main script: without ``__file__`` they skip it.
+    """
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    named = getattr(getattr(main, "__spec__", None), "name", None)  # `python -m x`: imported by name
+    if main is None or path is None or named is not None or os.path.isfile(path):
+        yield
+        return
+    del main.__file__
+    try:
+        yield
+    finally:
+        main.__file__ = path
+
+
+@contextmanager
 def worker_pool(workers: int, preload: list[str]) -> Iterator[ProcessPoolExecutor]:
     """A process pool whose workers exit when this process dies, even by SIGKILL.
 
@@ -67,11 +90,12 @@ def worker_pool(workers: int, preload: list[str]) -> Iterator[ProcessPoolExecuto
     """
     context = _worker_context(preload)
     alive_r, alive_w = context.Pipe(duplex=False)  # workers get alive_r; alive_w never leaves this process
-    executor = ProcessPoolExecutor(workers, mp_context=context, initializer=exit_with_parent,
-                                   initargs=(alive_r,))
-    try:
-        yield executor
-    finally:
-        executor.shutdown(cancel_futures=True)  # waits for the workers, so closing alive_w kills none
-        alive_w.close()
-        alive_r.close()
+    with _main_script_hidden():  # workers start on demand, so for the pool's whole life
+        executor = ProcessPoolExecutor(workers, mp_context=context, initializer=exit_with_parent,
+                                       initargs=(alive_r,))
+        try:
+            yield executor
+        finally:
+            executor.shutdown(cancel_futures=True)  # waits for the workers, so closing alive_w kills none
+            alive_w.close()
+            alive_r.close()

@@ -4,6 +4,8 @@ closes (its indexing process died) exits by itself. A real kill -9 is in tests/e
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from multiprocessing.connection import Connection
 
@@ -43,3 +45,19 @@ def test_a_worker_exits_when_its_liveness_pipe_closes() -> None:
             worker.kill()
             worker.join()
         alive_r.close()
+
+
+STDIN_SCRIPT = """
+import os, __main__
+from knowcode.indexing.workers import worker_pool
+with worker_pool(1, preload=[]) as pool:
+    print(pool.submit(os.getpid).result() != os.getpid())
+print(__main__.__file__)
+"""
+
+
+def test_a_script_read_from_stdin_gets_working_workers_and_its_name_back() -> None:
+    # `python - <<EOF`, as agents run Python: every worker used to die running `<stdin>` as a file
+    done = subprocess.run([sys.executable, "-"], input=STDIN_SCRIPT, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert (done.returncode, done.stdout.split(), done.stderr) == (0, ["True", "<stdin>"], "")
