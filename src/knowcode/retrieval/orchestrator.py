@@ -376,17 +376,17 @@ class RetrievalOrchestrator:
             # The first tier (the spec's pool for the default limit) is reranked on its own, so a
             # larger limit only appends: hits from deeper candidates never overtake it.
             tier = self._first_tier
-            tokens = reads_tokens(query)
+            tokens, sole = reads_tokens(query), scores_sole_functions(query)
             candidates = self._candidates(fused[:tier], named=prepared.named, read=prepared.rows,
                                           tokens=tokens)
-            if scores_sole_functions(query):
+            if sole:
                 candidates = self._as_sole_functions(candidates)
             sources = {c.chunk.id: source for c, source in candidates}
             ranked = self._rerank(query, candidates, errors)
             hits = self._unique_hits(query, ranked, sources, limit_entities, [])
             if len(hits) < limit_entities and len(fused) > tier:
                 deeper = self._candidates(fused[tier:], named=None, exclude=sources, tokens=tokens)
-                if scores_sole_functions(query):
+                if sole:
                     deeper = self._as_sole_functions(deeper)
                 sources.update((c.chunk.id, source) for c, source in deeper)
                 more = self._rerank(query, deeper, errors)
