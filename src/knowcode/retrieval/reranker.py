@@ -31,10 +31,13 @@ _SYMBOL_QUERY = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)
 # Paths whose code is rarely the answer: tests, examples, docs, benchmarks, vendored compat shims.
 # Folder names in any case (SwiftPM's `Tests/`, .NET's `Samples/`) and Xcode's test targets (`AppTests/`);
 # test files by the conventions of Python, Go, JavaScript and of the JVM, Swift and .NET
-# (`RetryPolicyTests.swift`, `CircleTest.java`).
+# (`RetryPolicyTests.swift`, `CircleTest.java`); test support by those of Go (`testdata/`), Rust
+# (`benches/`), JavaScript (`__mocks__/`, `e2e/`, Storybook's `*.stories.tsx`) and RSpec (`*_spec.rb`).
 _PENALISED_PATH = re.compile(
-    r"(^|/)(?i:tests?|__tests__|testing|spec|specs|examples?|samples?|docs?|benchmarks?|fixtures?)/"
-    r"|(^|/)test_[^/]*$|_test\.[a-z]+$|\.(test|spec)\.[jt]sx?$|(^|/)conftest\.py$"
+    r"(^|/)(?i:tests?|__tests__|testing|spec|specs|examples?|samples?|docs?|benchmarks?|fixtures?|testdata"
+    r"|test[-_]utils?|test[-_]helpers?|(?:integration|e2e)[-_]tests?|e2e|__mocks__|mocks|benches|bench"
+    r"|demos?|stories)/"
+    r"|(^|/)test_[^/]*$|_test\.[a-z]+$|\.(test|spec|stories|bench|cy)\.[jt]sx?$|_spec\.rb$|(^|/)conftest\.py$"
     r"|(^|/)[A-Z]\w*Tests?\.(?:swift|java|kt|scala|cs|m)$|(^|/)[A-Z]\w*Tests/"
     r"|(^|/)_?compat[^/]*$|\.d\.ts$")
 # Words of a question that are code: dotted (`res.sendFile`), camelCase, PascalCase with two humps

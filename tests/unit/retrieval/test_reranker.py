@@ -103,6 +103,10 @@ def test_named_code_s_definition_counts_in_short_queries_and_reports(query: str,
     ("Tests/RetryPolicyTests.swift", 0.5), ("Samples/App.cs", 0.5), ("AppTests/Fixture.swift", 0.5),
     ("src/test/java/CircleTest.java", 0.5), ("lib/CircleTests.kt", 0.5), ("Sources/Contest.swift", 1.0),
     ("Sources/Tests.swift", 1.0),
+    ("internal/testdata/x.go", 0.5), ("benches/parse.rs", 0.5), ("src/__mocks__/fs.js", 0.5),
+    ("e2e-tests/app.py", 0.5), ("src/Button.stories.tsx", 0.5), ("lib/user_spec.rb", 0.5),
+    ("test-utils/render.tsx", 0.5), ("bench/run.py", 0.5), ("lib/mock.py", 1.0), ("src/stories.py", 1.0),
+    ("src/benchmark.py", 1.0),
 ])
 def test_path_penalty(path: str, expected: float) -> None:
     assert _factor("zzz", _candidate(path=path), path_penalty=0.5) == pytest.approx(expected)
