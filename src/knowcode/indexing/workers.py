@@ -60,24 +60,29 @@ def exit_with_parent(alive: Connection) -> None:
 
 @contextmanager
 def _main_script_hidden() -> Iterator[None]:
-    """Hide a main script that no process can run again while the block lasts.
+    """Hide the main script from the workers started while the block lasts.
 
-    A new worker runs the parent's ``__main__.__file__`` first, so that functions defined there
-    unpickle; a script read from stdin (``python - <<EOF``, as agents run Python) is named
-    ``<stdin>``, which is no file, and every worker died of it. The workers only run KnowCode's own
-    functions, so they need no main script: without ``__file__`` they skip it.
+    A new worker runs the parent's main script or module first (``__main__.__file__``, or its
+    ``__spec__`` under ``python -m``), so that functions defined there unpickle. The workers only run
+    KnowCode's own functions, so that costs each of them the imports of its parent's program (the CLI's
+    ~70 ms) and runs a script's top level again; a script read from stdin (``python - <<EOF``, as agents
+    run Python) is named ``<stdin>``, which is no file, and every worker died of it.
     """
     main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None)
-    named = getattr(getattr(main, "__spec__", None), "name", None)  # `python -m x`: imported by name
-    if main is None or path is None or named is not None or os.path.isfile(path):
+    if main is None:
         yield
         return
-    del main.__file__
+    spec = getattr(main, "__spec__", None)
+    path = getattr(main, "__file__", None)
+    main.__spec__ = None  # multiprocessing reads the attribute itself: it must stay
+    if path is not None:
+        del main.__file__
     try:
         yield
     finally:
-        main.__file__ = path
+        main.__spec__ = spec
+        if path is not None:
+            main.__file__ = path
 
 
 @contextmanager

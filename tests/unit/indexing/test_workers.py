@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 from knowcode.indexing.workers import PARENT_GONE_EXIT_CODE, _worker_context, exit_with_parent, worker_pool
 
@@ -61,3 +62,13 @@ def test_a_script_read_from_stdin_gets_working_workers_and_its_name_back() -> No
     done = subprocess.run([sys.executable, "-"], input=STDIN_SCRIPT, capture_output=True, text=True,
                           timeout=60, check=False)
     assert (done.returncode, done.stdout.split(), done.stderr) == (0, ["True", "<stdin>"], "")
+
+
+def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path: Path) -> None:
+    # workers used to run the parent's script first: its top level again, and without an
+    # `if __name__ == "__main__":` guard, a pool started during the import of the main module
+    script = tmp_path / "index_it.py"
+    script.write_text(STDIN_SCRIPT, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert (done.returncode, done.stdout.split(), done.stderr) == (0, ["True", str(script)], "")
