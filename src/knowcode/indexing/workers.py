@@ -18,6 +18,7 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager, suppress
+from importlib.machinery import ModuleSpec
 from multiprocessing import get_all_start_methods, get_context
 from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
@@ -58,31 +59,50 @@ def exit_with_parent(alive: Connection) -> None:
     threading.Thread(target=watch, name="knowcode-parent-watch", daemon=True).start()
 
 
-@contextmanager
-def _main_script_hidden() -> Iterator[None]:
-    """Hide the main script from the workers started while the block lasts.
+class _HiddenMainScript:
+    """The main script hidden from the workers while any pool of this process lives.
 
     A new worker runs the parent's main script or module first (``__main__.__file__``, or its
     ``__spec__`` under ``python -m``), so that functions defined there unpickle. The workers only run
     KnowCode's own functions, so that costs each of them the imports of its parent's program (the CLI's
     ~70 ms) and runs a script's top level again; a script read from stdin (``python - <<EOF``, as agents
-    run Python) is named ``<stdin>``, which is no file, and every worker died of it.
+    run Python) is named ``<stdin>``, which is no file, and every worker died of it. ``__main__`` is the
+    process's own, and a server may index two repositories at once: the first pool hides the script,
+    the last one to end puts it back.
     """
-    main = sys.modules.get("__main__")
-    if main is None:
-        yield
-        return
-    spec = getattr(main, "__spec__", None)
-    path = getattr(main, "__file__", None)
-    main.__spec__ = None  # multiprocessing reads the attribute itself: it must stay
-    if path is not None:
-        del main.__file__
-    try:
-        yield
-    finally:
-        main.__spec__ = spec
-        if path is not None:
-            main.__file__ = path
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pools = 0
+        self.saved: tuple[ModuleSpec | None, str | None] = (None, None)  # __spec__, __file__ while hidden
+
+    @contextmanager
+    def hidden(self) -> Iterator[None]:
+        """Hide the main script while the block lasts."""
+        main = sys.modules.get("__main__")
+        if main is None:
+            yield
+            return
+        with self.lock:
+            if not self.pools:
+                self.saved = (getattr(main, "__spec__", None), getattr(main, "__file__", None))
+                main.__spec__ = None  # multiprocessing reads the attribute itself: it must stay
+                if self.saved[1] is not None:
+                    del main.__file__
+            self.pools += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.pools -= 1
+                if not self.pools:
+                    spec, path = self.saved
+                    main.__spec__ = spec
+                    if path is not None:
+                        main.__file__ = path
+
+
+_MAIN_SCRIPT = _HiddenMainScript()
 
 
 @contextmanager
@@ -95,7 +115,7 @@ def worker_pool(workers: int, preload: list[str]) -> Iterator[ProcessPoolExecuto
     """
     context = _worker_context(preload)
     alive_r, alive_w = context.Pipe(duplex=False)  # workers get alive_r; alive_w never leaves this process
-    with _main_script_hidden():  # workers start on demand, so for the pool's whole life
+    with _MAIN_SCRIPT.hidden():  # workers start on demand, so for the pool's whole life
         executor = ProcessPoolExecutor(workers, mp_context=context, initializer=exit_with_parent,
                                        initargs=(alive_r,))
         try:

@@ -10,7 +10,13 @@ import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from knowcode.indexing.workers import PARENT_GONE_EXIT_CODE, _worker_context, exit_with_parent, worker_pool
+from knowcode.indexing.workers import (
+    _MAIN_SCRIPT,
+    PARENT_GONE_EXIT_CODE,
+    _worker_context,
+    exit_with_parent,
+    worker_pool,
+)
 
 EXIT_SECONDS = 10.0  # a spawned interpreter on a busy machine
 
@@ -72,3 +78,16 @@ def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path:
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
                           check=False)
     assert (done.returncode, done.stdout.split(), done.stderr) == (0, ["True", str(script)], "")
+
+
+def test_overlapping_pools_hide_the_main_script_until_the_last_one_ends() -> None:
+    # a server indexing two repositories at once: the first pool to end must not put it back early
+    main = sys.modules["__main__"]
+    before = (main.__spec__, getattr(main, "__file__", None))
+    first, second = _MAIN_SCRIPT.hidden(), _MAIN_SCRIPT.hidden()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert (main.__spec__, getattr(main, "__file__", None)) == (None, None)
+    second.__exit__(None, None, None)
+    assert (main.__spec__, getattr(main, "__file__", None)) == before
