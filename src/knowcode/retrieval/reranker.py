@@ -265,7 +265,7 @@ class _Query:
     def is_report(self) -> bool:
         """Whether the query is a report rather than a question: more than QUESTION_TOKENS tokens, or a
         title line over a body (pasted output, a reproduction)."""
-        return len(self.words) > QUESTION_TOKENS or "\n" in self.lowered.strip()
+        return len(self.words) > QUESTION_TOKENS or "\n" in self.lowered  # stripped already
 
     @property
     def about_docs(self) -> bool:
