@@ -286,6 +286,13 @@ def _collect_definitions(matches: list[tuple[int, dict[str, list[Node]]]],
     return definitions
 
 
+def _own_name(name: str) -> str:
+    """A definition's own name: the last part of a dotted one (Elixir's `defmodule Ecto.Changeset`, a
+    C# or TypeScript `namespace A.B`), which is what a symbol query and a call through it name; the
+    qualified name keeps the whole."""
+    return name.rpartition(".")[2] if "." in name and _DOTTED_NAME.match(name) else name
+
+
 def _through_receiver(definition: _Definition) -> bool:
     node: _Definition | None = definition
     while node is not None:
@@ -347,7 +354,7 @@ def parse_source(path: str, language: str, source: bytes, spec: LanguageSpec,
         body = _body(definition.core, spec)
         definition.entity = Entity(
             id=stable_id(path, qualified, str(occurrence)), path=path, kind=kind,
-            name=definition.name, qualified_name=qualified, parent_id=parent_id,
+            name=_own_name(definition.name), qualified_name=qualified, parent_id=parent_id,
             start_line=definition.node.start_point[0] + 1, end_line=definition.last_line,
             signature=_signature(definition.core, body, spec, source),
             docstring=_docstring(definition, spec, comments), language=language)

@@ -1,5 +1,6 @@
 """Elixir: entities, spans and references on a small fixture."""
 
+from knowcode.indexing.graph_builder import SymbolTable, resolve_reference
 from knowcode.indexing.languages.elixir import SPEC
 from knowcode.indexing.parser import ParsedSource, parse_source
 from tests.unit.indexing.languages._extract import by_qualified_name, entity_rows, reference_rows
@@ -76,3 +77,25 @@ def test_references() -> None:
         ("calls", f"{accounts}.changeset", "H.clean", 22, ""),
         ("calls", f"{accounts}.create", "merge", 25, ""),
     }
+
+
+def test_a_dotted_module_is_named_by_its_last_part() -> None:
+    # `Changeset` as a symbol query, or `Ecto.Changeset.cast` as a call, names the module by its last part
+    by_name = by_qualified_name(_parse())
+    assert by_name["lib.my_app.accounts.MyApp.Accounts"].name == "Accounts"
+    assert by_name["lib.my_app.accounts.MyApp.Accounts.User"].name == "User"
+
+
+def test_an_alias_and_a_call_through_it_resolve_to_the_dotted_module() -> None:
+    source = b"defmodule MyApp.Repo do\n  def insert(x), do: x\nend\n"
+    repo = parse_source("lib/my_app/repo.ex", "elixir", source, SPEC)
+    accounts = _parse()
+    table = SymbolTable()
+    table.add_entities([*repo.entities, *accounts.entities])
+    table.add_bindings(accounts.references)
+    by_name = by_qualified_name(repo)
+    module, insert = by_name["lib.my_app.repo.MyApp.Repo"], by_name["lib.my_app.repo.MyApp.Repo.insert"]
+    resolved = {(ref.kind.value, ref.target_name): resolve_reference(ref, table)
+                for ref in accounts.references}
+    assert resolved[("imports", "MyApp.Repo")] == module.id
+    assert resolved[("calls", "Repo.insert")] == insert.id
