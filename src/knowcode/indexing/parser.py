@@ -147,12 +147,27 @@ def _clean_comment(text: str) -> str:
     return "\n".join(lines)
 
 
-def _leading_comments(definition: _Definition, spec: LanguageSpec) -> list[Node]:
-    """The comments that document a definition, first first: the run of comments directly above it
-    (decorators between them and it skipped), with no blank line between; a doc block (``/**``) that
-    is the last of them may stand one blank line above, as in express's and many Node projects'
-    style, unless it documents the file."""
-    node = definition.node
+def _top(definition: _Definition, spec: LanguageSpec) -> Node:
+    """The definition's first node: the first of the nodes right above it that belong to it
+    (LanguageSpec.prefix_types, with no blank line between; one that names something, a type
+    signature, names it), else its own node."""
+    top = definition.node
+    sibling = top.prev_sibling if spec.prefix_types else None
+    while (sibling is not None and sibling.type in spec.prefix_types
+           and sibling.end_point[0] + 1 >= top.start_point[0]):
+        named = sibling.child_by_field_name("name")
+        if named is not None and _text(named) != definition.name:
+            break
+        top, sibling = sibling, sibling.prev_sibling
+    return top
+
+
+def _leading_comments(top: Node, spec: LanguageSpec) -> list[Node]:
+    """The comments that document the definition whose first node is `top` (see _top), first first:
+    the run of comments directly above it (decorators between them and it skipped), with no blank
+    line between; a doc block (``/**``) that is the last of them may stand one blank line above, as
+    in express's and many Node projects' style, unless it documents the file."""
+    node = top
     expected_row = node.start_point[0]
     sibling = node.prev_sibling  # read once: tree-sitter finds a node's siblings through its parent
     while sibling is None and (parent := node.parent) is not None:
@@ -283,7 +298,29 @@ def _collect_definitions(matches: list[tuple[int, dict[str, list[Node]]]],
             stack.pop()
         definition.parent = stack[-1] if stack else None
         stack.append(definition)
-    return definitions
+    return _merged_clauses(definitions) if spec.clauses else definitions
+
+
+def _merged_clauses(definitions: list[_Definition]) -> list[_Definition]:
+    """The definitions (in source order, parents set) with each run of consecutive clauses of one
+    function in one scope as its first clause, spanning to the end of the last; what a later clause
+    held is re-parented to the first."""
+    kept: list[_Definition] = []
+    last_in_scope: dict[int, _Definition] = {}  # id(scope) -> the last definition kept directly in it
+    merged_into: dict[int, _Definition] = {}  # id(a later clause) -> its first clause
+    for definition in definitions:
+        parent = definition.parent
+        if parent is not None and id(parent) in merged_into:
+            parent = definition.parent = merged_into[id(parent)]
+        previous = last_in_scope.get(id(parent))
+        if (previous is not None and previous.name == definition.name and previous.kind is definition.kind
+                and previous.receiver == definition.receiver):
+            previous.end, previous.last_line = definition.end, definition.last_line
+            merged_into[id(definition)] = previous
+            continue
+        last_in_scope[id(parent)] = definition
+        kept.append(definition)
+    return kept
 
 
 def _own_name(name: str) -> str:
@@ -350,12 +387,13 @@ def parse_source(path: str, language: str, source: bytes, spec: LanguageSpec,
         occurrence = occurrences.get(qualified, 0)
         occurrences[qualified] = occurrence + 1
         parent_id = parent.entity.id if parent and parent.entity else module.id
-        comments = _leading_comments(definition, spec)
+        top = _top(definition, spec)
+        comments = _leading_comments(top, spec)
         body = _body(definition.core, spec)
         definition.entity = Entity(
             id=stable_id(path, qualified, str(occurrence)), path=path, kind=kind,
             name=_own_name(definition.name), qualified_name=qualified, parent_id=parent_id,
-            start_line=definition.node.start_point[0] + 1, end_line=definition.last_line,
+            start_line=top.start_point[0] + 1, end_line=definition.last_line,
             signature=_signature(definition.core, body, spec, source),
             docstring=_docstring(definition, spec, comments), language=language)
         entities.append(definition.entity)

@@ -63,5 +63,11 @@ class LanguageSpec:
     # `extension`, Kotlin extension functions, C++ `Type::method`, Haskell instances): search then
     # also looks among a packed chunk's members for such a method (Store.members_within).
     members_beside_types: bool = False
+    # A function may be written as consecutive clauses of one name (Elixir's `def`s, Haskell's
+    # equations): they are one entity, spanning from the first clause to the last.
+    clauses: bool = False
+    # Nodes written right above a definition that belong to it (Haskell's type signature): its span
+    # starts at the first of them, and its documenting comment is looked for above them.
+    prefix_types: frozenset[str] = frozenset()
     # Receiver texts that mean "the enclosing class" for call resolution.
     self_names: frozenset[str] = field(default_factory=lambda: frozenset({"self", "this"}))

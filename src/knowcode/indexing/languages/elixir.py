@@ -42,4 +42,5 @@ SPEC = LanguageSpec(
     query=QUERY,
     shebangs=("elixir",),
     self_names=frozenset({"__MODULE__"}),
+    clauses=True,  # `def f(0)` / `def f(n)`: one function
 )

@@ -1,28 +1,12 @@
-"""Haskell: functions (first equation), data/newtype/type, classes, instance methods, calls, imports."""
+"""Haskell: functions (all equations, with the type signature), data/newtype/type, classes, instance
+methods, calls, imports."""
 
 from knowcode.indexing.languages.base import Grammar, LanguageSpec
 
-# The grammar gives every equation of a function its own node; only the first equation of each
-# function becomes the entity: the first child, or one after a declaration that is not an equation
-# of the same function.
-# An equation is named by its `name` field (the parser's default), which compiles 60 ms faster a process
-# than a `name:` child pattern; the pattern that compares two equations' names captures them.
+# The grammar gives every equation of a function its own node: each is captured, and the parser
+# merges a function's consecutive equations into one entity (LanguageSpec.clauses). An equation is
+# named by its `name` field (the parser's default), which compiles faster than a `name:` child pattern.
 _EQUATION = "(function) @definition.function"
-_NAMED_EQUATION = "(function name: (variable) @name) @definition.function"
-_INSTANCE_SEPARATORS = ("signature", "bind", "pragma", "comment", "cpp", "type_instance", "data_instance")
-_SEPARATORS = ("signature", "bind", "pragma", "comment", "cpp", "haddock", "fixity")
-_TOP_SEPARATORS = (*_SEPARATORS, "data_type", "newtype", "type_synonym", "class", "instance", "type_family",
-                   "type_instance", "data_family", "data_instance", "deriving_instance", "foreign_import",
-                   "foreign_export", "kind_signature", "role_annotation", "pattern_synonym", "top_splice",
-                   "default_types")
-
-
-def _first_equations(separators: tuple[str, ...]) -> list[str]:
-    # one pattern per separator: an alternation before an anchor matches nothing in tree-sitter 0.26
-    return [f". {_EQUATION}",
-            f"(function name: (variable) @_previous) . {_NAMED_EQUATION} (#not-eq? @_previous @name)",
-            *(f"({separator}) . {_EQUATION}" for separator in separators)]
-
 
 # `instance C T where` methods belong to T, like Rust impl methods.
 _INSTANCE_TYPES = ("(name) @receiver", "(parens type: (apply constructor: (name) @receiver))")
@@ -34,11 +18,11 @@ QUERY = "\n".join([
     "(class name: (name) @name) @definition.interface",
     "(class_declarations (signature name: (variable) @name) @definition.function)",
     "(declarations (bind name: (variable) @name) @definition.function)",
-    *(f"(declarations {equation})" for equation in _first_equations(_TOP_SEPARATORS)),
-    *(f"(local_binds {equation})" for equation in _first_equations(_SEPARATORS)),
+    f"(declarations {_EQUATION})",
+    f"(local_binds {_EQUATION})",
     *(f"(instance patterns: (type_patterns . {receiver}) declarations: (instance_declarations {member}))"
       for receiver in _INSTANCE_TYPES
-      for member in (*_first_equations(_INSTANCE_SEPARATORS), "(bind name: (variable) @name) @definition.function")),
+      for member in (_EQUATION, "(bind name: (variable) @name) @definition.function")),
     "(apply function: [(variable) (qualified)] @name) @reference.call",
     '(infix left_operand: [(variable) (qualified)] @name operator: (operator) @_dollar (#eq? @_dollar "$"))'
     " @reference.call",
@@ -61,4 +45,6 @@ SPEC = LanguageSpec(
     body_field="match",  # `= expression` (or the guards): the signature is the head `name patterns`
     self_names=frozenset(),
     members_beside_types=True,
+    clauses=True,
+    prefix_types=frozenset({"signature"}),  # `name :: Type` above the first equation
 )

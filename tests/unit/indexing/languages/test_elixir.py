@@ -99,3 +99,27 @@ def test_an_alias_and_a_call_through_it_resolve_to_the_dotted_module() -> None:
                 for ref in accounts.references}
     assert resolved[("imports", "MyApp.Repo")] == module.id
     assert resolved[("calls", "Repo.insert")] == insert.id
+
+
+
+CLAUSES = b'''defmodule Plug.Conn do
+  @doc "Puts the status."
+  @spec put_status(t, integer) :: t
+  def put_status(%{state: :sent}, _status), do: raise("sent")
+  def put_status(conn, nil), do: conn
+  def put_status(conn, status), do: %{conn | status: code(status)}
+
+  def code(status), do: status
+  def put_status(conn), do: conn
+end
+'''
+
+
+def test_consecutive_clauses_are_one_function() -> None:
+    parsed = parse_source("lib/plug/conn.ex", "elixir", CLAUSES, SPEC)
+    spans = [(e.name, e.start_line, e.end_line) for e in parsed.entities if e.kind.value == "function"]
+    # the three clauses of put_status are one; a later one after another function is its own
+    assert spans == [("put_status", 4, 6), ("code", 8, 8), ("put_status", 9, 9)]
+    # the call in the last clause is the function's
+    first = parsed.entities[2]
+    assert ("calls", "code") in {(row[1], row[2]) for row in parsed.reference_rows if row[0] == first.id}

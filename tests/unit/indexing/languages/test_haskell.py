@@ -39,7 +39,8 @@ def _parse() -> ParsedSource:
 
 
 def test_entities_have_exact_kinds_names_and_spans() -> None:
-    # one entity per function: its first equation (the grammar has no node grouping the equations)
+    # one entity per function: its type signature and all its consecutive equations (the grammar has
+    # no node grouping them)
     assert entity_rows(_parse()) == [
         ("module", "src.Geo.Shapes", 1, 27),
         ("struct", "src.Geo.Shapes.Shape", 7, 8),
@@ -47,8 +48,8 @@ def test_entities_have_exact_kinds_names_and_spans() -> None:
         ("type", "src.Geo.Shapes.Point", 10, 10),
         ("interface", "src.Geo.Shapes.HasArea", 12, 13),
         ("method", "src.Geo.Shapes.HasArea.area", 13, 13),
-        ("method", "src.Geo.Shapes.Shape.area", 16, 16),
-        ("function", "src.Geo.Shapes.total", 20, 20),
+        ("method", "src.Geo.Shapes.Shape.area", 16, 17),
+        ("function", "src.Geo.Shapes.total", 19, 21),
         ("function", "src.Geo.Shapes.report", 24, 27),
         ("function", "src.Geo.Shapes.report.render", 27, 27),
     ]
@@ -70,9 +71,9 @@ def test_references() -> None:
         ("imports", "src.Geo.Shapes", "Data.List.sortBy", 3, "sortBy"),
         ("imports", "src.Geo.Shapes", "Data.Map", 4, "M"),
         ("imports", "src.Geo.Shapes", "Prelude", 5, "Prelude"),
-        # later equations lie outside the entity's span, so their calls belong to the module
-        ("calls", "src.Geo.Shapes", "area", 21, ""),
-        ("calls", "src.Geo.Shapes", "total", 21, ""),
+        # a later equation's calls are the function's
+        ("calls", "src.Geo.Shapes.total", "area", 21, ""),
+        ("calls", "src.Geo.Shapes.total", "total", 21, ""),
         ("calls", "src.Geo.Shapes.report", "print", 25, ""),
         ("calls", "src.Geo.Shapes.report", "total", 25, ""),
         ("calls", "src.Geo.Shapes.report", "M.lookup", 26, ""),
