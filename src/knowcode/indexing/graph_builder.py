@@ -24,6 +24,9 @@ class SymbolTable:
     by_name: dict[str, list[Entity]] = field(default_factory=dict)
     callables_by_name: dict[str, list[Entity]] = field(default_factory=dict)  # call targets
     types_by_name: dict[str, list[Entity]] = field(default_factory=dict)  # base-class targets
+    # what a call's receiver may name (`Foo.create()`): types, and modules declared in a file
+    # (Elixir's defmodule, C++ and C# namespaces), not files, whose names `os.path` would match
+    owners_by_name: dict[str, list[Entity]] = field(default_factory=dict)
     by_id: dict[str, Entity] = field(default_factory=dict)
     bindings: dict[str, dict[str, str]] = field(default_factory=dict)  # path -> alias -> target
 
@@ -38,6 +41,8 @@ class SymbolTable:
                 self.callables_by_name.setdefault(entity.name, []).append(entity)
             if entity.kind.is_class_like:
                 self.types_by_name.setdefault(entity.name, []).append(entity)
+            if entity.kind.is_class_like or (entity.kind is EntityKind.MODULE and entity.parent_id):
+                self.owners_by_name.setdefault(entity.name, []).append(entity)
 
     def add_bindings(self, references: Iterable[Relationship]) -> None:
         """Record the local names that import references bind in their files."""
@@ -153,10 +158,11 @@ def resolve_target(kind: RelationKind, target_name: str, source_id: str, path: s
         full = _absolute(".".join(p for p in (bound[first], rest, name if receiver else "") if p), path)
         return _unique([c for c in candidates if _dotted_match(c.qualified_name, full)])
     if receiver and kind is RelationKind.CALLS and not on_self:
-        # `Foo.create()` resolves among Foo's methods; `obj.get()` on a value of unknown type does
-        # not resolve at all (the unique `get` in the repository would be a guess).
-        classes = {c.id for c in table.types_by_name.get(receiver.rpartition(".")[2], [])}
-        return _unique([c for c in candidates if c.parent_id in classes]) if classes else None
+        # `Foo.create()` resolves among Foo's methods (or a declared module's functions: Elixir's
+        # `Ecto.Changeset.cast`); `obj.get()` on a value of unknown type does not resolve at all (the
+        # unique `get` in the repository would be a guess).
+        owners = {c.id for c in table.owners_by_name.get(receiver.rpartition(".")[2], [])}
+        return _unique([c for c in candidates if c.parent_id in owners]) if owners else None
     return _unique(candidates)
 
 

@@ -28,6 +28,14 @@ ENTITIES = [
     _entity("pkg.util.tool", EntityKind.FUNCTION, "pkg/util.py", "pkg.util"),
     _entity("pkg.other", EntityKind.MODULE, "pkg/other.py"),
     _entity("pkg.other.tool", EntityKind.FUNCTION, "pkg/other.py", "pkg.other"),
+    # a module declared in a file (Elixir's defmodule), and a file named like it
+    _entity("lib.repo", EntityKind.MODULE, "lib/repo.ex", language="elixir"),
+    _entity("lib.repo.Repo", EntityKind.MODULE, "lib/repo.ex", "lib.repo", "elixir"),
+    _entity("lib.repo.Repo.insert", EntityKind.FUNCTION, "lib/repo.ex", "lib.repo.Repo", "elixir"),
+    _entity("c.insert", EntityKind.FUNCTION, "c.py", "c"),
+    _entity("path", EntityKind.MODULE, "path.py"),
+    _entity("path.join", EntityKind.FUNCTION, "path.py", "path"),
+    _entity("d.join", EntityKind.FUNCTION, "d.py", "d"),
 ]
 IMPORTS = [
     Relationship("a", RelationKind.IMPORTS, "pkg.util.tool", None, "a.py", 1, "tool"),
@@ -59,6 +67,8 @@ def table() -> SymbolTable:
     ("b.helper", "b.py", "Shape.area", "a.Shape.area"),  # a receiver naming a class: its method
     ("b.helper", "b.py", "shape.area", None),  # a value of unknown type: the unique `area`'s a guess
     ("b.helper", "b.py", "obj.only_here", None),
+    ("b.helper", "b.py", "MyApp.Repo.insert", "lib.repo.Repo.insert"),  # a declared module: its function
+    ("b.helper", "b.py", "os.path.join", None),  # a file named like the receiver is no owner
 ])
 def test_calls(table: SymbolTable, source: str, path: str, target: str, expected: str | None) -> None:
     ref = Relationship(source, RelationKind.CALLS, target, None, path, 3)
