@@ -1,5 +1,6 @@
 """Elixir: entities, spans and references on a small fixture."""
 
+from knowcode.indexing.chunker import chunk_file
 from knowcode.indexing.graph_builder import SymbolTable, resolve_reference
 from knowcode.indexing.languages.elixir import SPEC
 from knowcode.indexing.parser import ParsedSource, parse_source
@@ -123,3 +124,16 @@ def test_consecutive_clauses_are_one_function() -> None:
     # the call in the last clause is the function's
     first = parsed.entities[2]
     assert ("calls", "code") in {(row[1], row[2]) for row in parsed.reference_rows if row[0] == first.id}
+
+
+def test_a_long_function_of_many_clauses_is_chunked_between_its_clauses() -> None:
+    clauses = "".join(
+        f"  def decode({i}) do\n" + "".join(f"    x{j} = {i} + {j}\n" for j in range(8)) + "    x0\n  end\n"
+        for i in range(12))
+    text = f"defmodule A do\n{clauses}end\n"
+    parsed = parse_source("lib/a.ex", "elixir", text.encode(), SPEC)
+    decode = next(e for e in parsed.entities if e.name == "decode")
+    chunks = [c for c in chunk_file("lib/a.ex", text, parsed.entities, parsed.split_lines, parsed.lead_lines)
+              if c.entity_id == decode.id]
+    # each chunk starts at a clause (11 lines each, from line 2), as many whole clauses as fit
+    assert [(c.start_line, c.end_line) for c in chunks] == [(2, 45), (46, 89), (90, 133)]
