@@ -89,4 +89,5 @@ SPEC = LanguageSpec(
     wrapper_types=frozenset({"export_statement", "lexical_declaration", "variable_declaration",
                              "expression_statement"}),
     self_names=frozenset({"this", "super"}),
+    prefix_types=frozenset({"decorator"}),  # a class member's `@observable` above it
 )

@@ -55,4 +55,5 @@ SPEC = LanguageSpec(
     comment_types=frozenset({"line_comment", "block_comment"}),
     self_names=frozenset({"self", "Self"}),
     members_beside_types=True,
+    prefix_types=frozenset({"attribute_item"}),  # `#[derive(...)]`, `#[test]` above an item
 )

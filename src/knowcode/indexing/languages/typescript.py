@@ -50,6 +50,7 @@ TYPESCRIPT = LanguageSpec(
     shebangs=("ts-node", "tsx", "deno", "bun"),
     wrapper_types=_WRAPPERS,
     self_names=frozenset({"this", "super"}),
+    prefix_types=frozenset({"decorator"}),  # a class member's `@Input()` above it
 )
 
 TSX = LanguageSpec(
@@ -59,6 +60,7 @@ TSX = LanguageSpec(
     query=QUERY + javascript.JSX_CALLS,
     wrapper_types=_WRAPPERS,
     self_names=frozenset({"this", "super"}),
+    prefix_types=frozenset({"decorator"}),  # a class member's `@Input()` above it
 )
 
 SPECS = (TYPESCRIPT, TSX)

@@ -89,3 +89,13 @@ def test_references() -> None:
         ("calls", "src.geo.main", "Point.new", 33, ""),
         ("calls", "src.geo.main", "p.shifted", 34, ""),
     }
+
+
+def test_an_items_attributes_are_in_its_span_and_its_doc_stands_above_them() -> None:
+    source = (b"/// A point.\n#[derive(Debug)]\n#[serde(rename_all = \"camelCase\")]\n"
+              b"pub struct P { x: u8 }\n\n#[test]\n\nfn apart() {}\n")
+    parsed = parse_source("src/p.rs", "rust", source, SPEC)
+    point, apart = (by_qualified_name(parsed)[f"src.p.{name}"] for name in ("P", "apart"))
+    assert (point.start_line, point.end_line, point.docstring) == (2, 4, "A point.")
+    assert point.id in parsed.lead_lines  # the doc comment is chunked with the item
+    assert apart.start_line == 8  # an attribute a blank line away is not the item's

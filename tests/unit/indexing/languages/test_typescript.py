@@ -175,3 +175,10 @@ def test_a_const_made_by_a_factory_with_a_function_argument_is_a_definition() ->
         ("function", "core.schemas.$ZodCatch", 5, 7),  # the class-like value beside its type
         ("function", "core.schemas.Button", 9, 11),
     ]  # `settings`, a plain call's result, stays module-level code
+
+
+def test_a_members_decorators_are_in_its_span_and_its_doc_stands_above_them() -> None:
+    source = b"class Panel {\n  /** Opens it. */\n  @HostListener('click')\n  @Log()\n  open() {}\n}\n"
+    parsed = parse_source("src/panel.ts", "typescript", source, TYPESCRIPT)
+    method = by_qualified_name(parsed)["src.panel.Panel.open"]
+    assert (method.start_line, method.end_line, method.docstring) == (3, 5, "Opens it.")
