@@ -262,3 +262,29 @@ def test_a_run_of_older_code_in_between_is_never_skipped(tmp_path: Path,
     _index(root, tmp_path / "incremental")
     _index(root, tmp_path / "scratch")
     assert _snapshot(tmp_path / "incremental") == _snapshot(tmp_path / "scratch")
+
+
+def test_a_package_file_added_later_resolves_the_folder_imports_of_unchanged_files(tmp_path: Path) -> None:
+    # `./utils` names a folder: its index file stands for it, so adding (or removing) that file must
+    # re-resolve the imports of files that did not change, as a run from scratch resolves them
+    root = write_tree(tmp_path / "repo", {
+        "src/app.ts": "import { parse } from './utils';\nimport * as utils from './utils';\n\n"
+                      "export function run() {\n  return parse(utils.other);\n}\n",
+        "src/utils/other.ts": "export const other = 1;\n"})
+    _index(root, tmp_path / "incremental")
+    write_tree(root, {"src/utils/index.ts": "export function parse(s: string) {\n  return s;\n}\n"})
+    assert _index(root, tmp_path / "incremental").added == ("src/utils/index.ts",)
+    _index(root, tmp_path / "scratch")
+    assert _snapshot(tmp_path / "incremental") == _snapshot(tmp_path / "scratch")
+    store = Store.open(tmp_path / "incremental", create=False)
+    try:
+        imports = [r for r in store.relationships()
+                   if r.path == "src/app.ts" and r.kind is RelationKind.IMPORTS]
+    finally:
+        store.close()
+    assert [r.target_id is not None for r in imports] == [True, True]
+    (root / "src/utils/index.ts").unlink()
+    _index(root, tmp_path / "incremental")
+    shutil.rmtree(tmp_path / "scratch")
+    _index(root, tmp_path / "scratch")
+    assert _snapshot(tmp_path / "incremental") == _snapshot(tmp_path / "scratch")

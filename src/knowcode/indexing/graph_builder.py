@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import PurePosixPath
 
-from knowcode.indexing.languages import spec_for
+from knowcode.indexing.entity_ids import module_name
+from knowcode.indexing.languages import PACKAGE_FILES, spec_for
 from knowcode.models import Entity, EntityKind, RelationKind, Relationship
 from knowcode.storage.store import RelationshipRow
 
@@ -61,14 +63,16 @@ def lookup_names(ref: Relationship) -> set[str]:
     """The entity names whose appearance or disappearance can change how `ref` resolves.
 
     References resolve among entities named like the last dotted part; an import may also resolve
-    to the module named by the part before it, and a call through a receiver to a method of the
-    class that part names.
+    to the module named by the part before it, or to a package file (`index`, `init`, `mod`) standing
+    for the folder it names, and a call through a receiver to a method of the class that part names.
     """
-    return target_lookup_names(ref.target_name)
+    names = target_lookup_names(ref.target_name)
+    return names | PACKAGE_FILES if ref.kind is RelationKind.IMPORTS else names
 
 
 def target_lookup_names(target_name: str) -> set[str]:
-    """:func:`lookup_names` of a reference to `target_name`."""
+    """:func:`lookup_names` of a reference to `target_name`, but for the package files an import may
+    also resolve to (PACKAGE_FILES)."""
     head, _, last = target_name.rpartition(".")
     if head:  # an import's module, or the class a call's receiver may name
         return {last, head.rpartition(".")[2]}
@@ -92,6 +96,34 @@ def _dotted_match(qualified_name: str, target: str) -> bool:
             or target.endswith("." + qualified_name))
 
 
+@lru_cache(maxsize=1 << 16)
+def _through_folder(language: str, path: str, qualified_name: str) -> str | None:
+    """The qualified name an entity of a package file (LanguageSpec.package_file) has through its
+    folder: `src.utils.index.parse` is `src.utils.parse`; None for any other file."""
+    spec = spec_for(language)
+    if spec is None or not spec.package_file:
+        return None
+    dotted = module_name(path)[1]
+    suffix = "." + spec.package_file
+    if not dotted.endswith(suffix) or not qualified_name.startswith(dotted):
+        return None
+    return dotted[:-len(suffix)] + qualified_name[len(dotted):]
+
+
+def _matches(entity: Entity, target: str) -> bool:
+    """Whether the entity is the dotted target (see _dotted_match), by its qualified name or through
+    its folder; through its folder only when that name ends with the whole target, of two parts or
+    more (`lua.pkg.util` is `pkg.util`): a package file's short name would otherwise be every
+    standard module of its name the repository imports (tokio's `task/mod.rs` every `std.task`, its
+    `loom/std/mod.rs` every `std`, and the modules it declares inside every `std.sync`)."""
+    if _dotted_match(entity.qualified_name, target):
+        return True
+    if entity.kind is EntityKind.MODULE and entity.parent_id:
+        return False
+    folder = _through_folder(entity.language, entity.path, entity.qualified_name)
+    return folder is not None and (folder == target or ("." in target and folder.endswith("." + target)))
+
+
 def _unique(candidates: list[Entity]) -> str | None:
     return candidates[0].id if len(candidates) == 1 else None
 
@@ -105,14 +137,23 @@ def _enclosing_type(entity: Entity | None, by_id: Mapping[str, Entity]) -> Entit
 def _resolve_import(target_name: str, path: str, table: SymbolTable) -> str | None:
     target = _absolute(target_name, path)
     head, _, last = target.rpartition(".")
-    named = [e for e in table.by_name.get(last, []) if _dotted_match(e.qualified_name, target)]
+    named = [e for e in table.by_name.get(last, []) if _matches(e, target)]
+    if not named:  # a folder (`import x from './utils'`): the package file standing for it
+        named = _package_modules(target, table)
     found = _unique(named)
     if found is None and not named and head:
         # `from pkg.mod import CONSTANT`: the constant is no entity, so the module is the target.
-        module_name = head.rpartition(".")[2]
-        found = _unique([e for e in table.by_name.get(module_name, [])
-                         if e.kind is EntityKind.MODULE and _dotted_match(e.qualified_name, head)])
+        module = head.rpartition(".")[2]
+        found = _unique([e for e in table.by_name.get(module, [])
+                         if e.kind is EntityKind.MODULE and _matches(e, head)]
+                        or _package_modules(head, table))
     return found
+
+
+def _package_modules(folder: str, table: SymbolTable) -> list[Entity]:
+    """The modules of the package files (LanguageSpec.package_file) standing for the dotted folder."""
+    return [e for stem in PACKAGE_FILES for e in table.by_name.get(stem, [])
+            if e.kind is EntityKind.MODULE and not e.parent_id and _matches(e, folder)]
 
 
 def resolve_reference(ref: Relationship, table: SymbolTable) -> str | None:
@@ -156,7 +197,7 @@ def resolve_target(kind: RelationKind, target_name: str, source_id: str, path: s
     if first in bound:
         # Reached through an import: the imported module decides, even when it is outside the repo.
         full = _absolute(".".join(p for p in (bound[first], rest, name if receiver else "") if p), path)
-        return _unique([c for c in candidates if _dotted_match(c.qualified_name, full)])
+        return _unique([c for c in candidates if _matches(c, full)])
     if receiver and kind is RelationKind.CALLS and not on_self:
         # `Foo.create()` resolves among Foo's methods (or a declared module's functions: Elixir's
         # `Ecto.Changeset.cast`); `obj.get()` on a value of unknown type does not resolve at all (the

@@ -28,6 +28,7 @@ from knowcode.indexing.graph_builder import (
     resolve_target,
     target_lookup_names,
 )
+from knowcode.indexing.languages import PACKAGE_FILES
 from knowcode.indexing.scanner import ScannedFile, SkippedFile, scan
 from knowcode.indexing.tokenizer import TOKENIZER_VERSION
 from knowcode.models import EntityKind, FileRecord, RelationKind
@@ -49,7 +50,7 @@ PARSE_CHUNKSIZE = 4  # files per task sent to a worker: amortises pickling, keep
 
 # What a run extracts from a file (entities, chunks, tokens): bump PARSER_OUTPUT_VERSION whenever a
 # language query, the parser or the chunker changes its output; the tokenizer has its own version.
-PARSER_OUTPUT_VERSION = 19
+PARSER_OUTPUT_VERSION = 20
 EXTRACTION_VERSION = f"{PARSER_OUTPUT_VERSION}.{TOKENIZER_VERSION}"
 EXTRACTION_VERSION_KEY = "extraction_version"
 # Meta key counting committed runs that changed chunks: derived indexes (BM25, vectors) record the
@@ -310,6 +311,8 @@ class _NewReferences:
         # A file names the same callee many times (abseil: 105k references, 3.7 per distinct target
         # and file): each distinct target's lookup names are worked out once.
         self.wanted.update(*map(target_lookup_names, {row[2] for row in pending}))
+        if any(row[1] == _IMPORTS for row in pending):
+            self.wanted.update(PACKAGE_FILES)  # an import may resolve to a folder's package file
         self.sources.update(row[0] for row in pending)
         self.count += len(pending)
         self.imports.extend(row for row in pending if row[1] == _IMPORTS and row[6])
@@ -327,8 +330,11 @@ def _resolve_changes(store: Store, new: _NewReferences, changed: set[EntityKey],
     # An import resolves through the part before its last only to a module (graph_builder), so only
     # modules' names make the store look past the imports' last parts.
     modules = {key[0] for key in changed if key[2] == _MODULE}
-    referring = [(rowid, r) for rowid, r in store.references_to_names(names, modules)
-                 if r.path not in replaced and lookup_names(r) & names] if has_unchanged and names else []
+    # A package file (`utils/index.ts`) appearing or going may change what any import of a folder means.
+    candidates = (store.references_to_names(names, modules, every_import=bool(modules & PACKAGE_FILES))
+                  if has_unchanged and names else [])
+    referring = [(rowid, r) for rowid, r in candidates
+                 if r.path not in replaced and lookup_names(r) & names]
     affected = [r for _, r in referring]
     pending_affected = [r for r in affected if r.kind is not RelationKind.CONTAINS]
     table = SymbolTable()

@@ -303,14 +303,16 @@ class Store:
         columns = _BRIEF_ENTITY_COLUMNS if brief else _ENTITY_COLUMNS
         return self._select_in(f"SELECT {columns} FROM entities WHERE id IN", ids, _entity)
 
-    def references_to_names(self, names: Iterable[str],
-                            modules: Iterable[str] = ()) -> list[tuple[int, Relationship]]:
+    def references_to_names(self, names: Iterable[str], modules: Iterable[str] = (), *,
+                            every_import: bool = False) -> list[tuple[int, Relationship]]:
         """Relationships (not `contains`) whose target's last dotted part is one of `names`, and the
         imports that may also resolve through the part before the last, to a module: those with one
         of `modules` as a dotted part (a superset: the caller filters them by their lookup names).
 
         :param names: entity names that changed.
         :param modules: the module names among them.
+        :param every_import: every import too (a package file changed: any import of a folder may
+            resolve to it).
         :return: (rowid, relationship) of each: :meth:`replace_relationships` updates them by rowid.
         """
         def with_rowid(row: Sequence[Any]) -> tuple[int, Relationship]:
@@ -319,7 +321,7 @@ class Store:
         found = self._select_in(f"SELECT rowid, {_RELATIONSHIP_COLUMNS} FROM relationships "
                                 "WHERE kind != 'contains' AND name IN", names, with_rowid)
         wanted = sorted(set(modules))
-        if len(wanted) > FEW_NAMES:
+        if every_import or len(wanted) > FEW_NAMES:
             rows = self.connection.execute(
                 f"SELECT rowid, {_RELATIONSHIP_COLUMNS} FROM relationships WHERE kind = 'imports'").fetchall()
         elif wanted:  # SQLite's scan picks them: turning every import into an object costs ~20 ms per 5k

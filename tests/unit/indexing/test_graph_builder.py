@@ -36,6 +36,12 @@ ENTITIES = [
     _entity("path", EntityKind.MODULE, "path.py"),
     _entity("path.join", EntityKind.FUNCTION, "path.py", "path"),
     _entity("d.join", EntityKind.FUNCTION, "d.py", "d"),
+    # package files standing for their folders: TypeScript's index, Lua's init
+    _entity("src.utils.index", EntityKind.MODULE, "src/utils/index.ts", language="typescript"),
+    _entity("src.utils.index.parse", EntityKind.FUNCTION, "src/utils/index.ts", "src.utils.index",
+            "typescript"),
+    _entity("lua.lpkg.tools.init", EntityKind.MODULE, "lua/lpkg/tools/init.lua", language="lua"),
+    _entity("src.index", EntityKind.MODULE, "src/index.py"),  # Python has no package file but __init__
 ]
 IMPORTS = [
     Relationship("a", RelationKind.IMPORTS, "pkg.util.tool", None, "a.py", 1, "tool"),
@@ -50,6 +56,22 @@ def table() -> SymbolTable:
     symbols.add_entities(ENTITIES)
     symbols.add_bindings(IMPORTS)
     return symbols
+
+
+@pytest.mark.parametrize(("path", "target", "expected"), [
+    ("src/app.ts", ".utils", "src.utils.index"),  # `import * as u from './utils'`: its index file
+    ("src/app.ts", ".utils.parse", "src.utils.index.parse"),  # a name from the folder
+    ("src/app.ts", ".utils.index", "src.utils.index"),  # the index file by its own name
+    ("src/app.ts", ".utils.index.CONSTANT", "src.utils.index"),
+    ("lua/lpkg/app.lua", "lpkg.tools", "lua.lpkg.tools.init"),  # `require("lpkg.tools")`
+    ("src/lib.ts", "utils", None),  # one part: a package file is no guess for every `utils`
+    ("src/app.py", "src", None),  # a Python file named index stands for no folder
+])
+def test_imports_of_a_folder_reach_its_package_file(path: str, target: str, expected: str | None) -> None:
+    symbols = SymbolTable()
+    symbols.add_entities(ENTITIES)
+    ref = Relationship("s", RelationKind.IMPORTS, target, None, path, 1)
+    assert resolve_reference(ref, symbols) == expected
 
 
 @pytest.mark.parametrize(("source", "path", "target", "expected"), [
@@ -96,5 +118,6 @@ def test_imports(table: SymbolTable, ref: Relationship, expected: str | None) ->
 def test_lookup_names_cover_what_resolution_reads() -> None:
     assert lookup_names(Relationship("s", RelationKind.CALLS, "self.x.run", None, "a.py", 1)) == {"run", "x"}
     assert lookup_names(Relationship("s", RelationKind.CALLS, "run", None, "a.py", 1)) == {"run"}
-    assert lookup_names(IMPORTS[0]) == {"tool", "util"}
-    assert lookup_names(IMPORTS[1]) == {"other", "pkg"}
+    # an import may also resolve to a package file standing for the folder it names
+    assert lookup_names(IMPORTS[0]) == {"tool", "util", "index", "init", "mod"}
+    assert lookup_names(IMPORTS[1]) == {"other", "pkg", "index", "init", "mod"}

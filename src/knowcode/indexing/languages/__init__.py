@@ -48,6 +48,8 @@ GRAMMARS: dict[str, LanguageSpec] = {spec.name: spec for spec in _SPECS}
 _BY_EXTENSION = {ext: spec.name for spec in _SPECS for ext in spec.extensions}
 _BY_FILENAME = {name: spec.name for spec in _SPECS for name in spec.filenames}
 _BY_INTERPRETER = {interp: spec.name for spec in _SPECS for interp in spec.shebangs}
+# The file stems that stand for their folder in some language (LanguageSpec.package_file).
+PACKAGE_FILES = frozenset(spec.package_file for spec in _SPECS if spec.package_file)
 
 
 # Languages whose files are prose or configuration, not code: a code question rarely wants them.

@@ -69,5 +69,9 @@ class LanguageSpec:
     # Nodes written right above a definition that belong to it (Haskell's type signature): its span
     # starts at the first of them, and its documenting comment is looked for above them.
     prefix_types: frozenset[str] = frozenset()
+    # The file stem that stands for its folder (JS/TS `index`, Lua `init`, Rust `mod`; Python's
+    # `__init__` is the scanner's): an import of the folder (`./utils`, `require("pkg.utils")`)
+    # reaches the file and what it defines.
+    package_file: str = ""
     # Receiver texts that mean "the enclosing class" for call resolution.
     self_names: frozenset[str] = field(default_factory=lambda: frozenset({"self", "this"}))

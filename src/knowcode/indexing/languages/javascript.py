@@ -90,4 +90,5 @@ SPEC = LanguageSpec(
                              "expression_statement"}),
     self_names=frozenset({"this", "super"}),
     prefix_types=frozenset({"decorator"}),  # a class member's `@observable` above it
+    package_file="index",
 )

@@ -35,4 +35,5 @@ SPEC = LanguageSpec(
     shebangs=("lua", "luajit"),
     wrapper_types=frozenset({"variable_declaration", "assignment_statement", "expression_list"}),
     self_names=frozenset({"self"}),
+    package_file="init",
 )

@@ -56,4 +56,5 @@ SPEC = LanguageSpec(
     self_names=frozenset({"self", "Self"}),
     members_beside_types=True,
     prefix_types=frozenset({"attribute_item"}),  # `#[derive(...)]`, `#[test]` above an item
+    package_file="mod",
 )

@@ -51,6 +51,7 @@ TYPESCRIPT = LanguageSpec(
     wrapper_types=_WRAPPERS,
     self_names=frozenset({"this", "super"}),
     prefix_types=frozenset({"decorator"}),  # a class member's `@Input()` above it
+    package_file="index",
 )
 
 TSX = LanguageSpec(
@@ -61,6 +62,7 @@ TSX = LanguageSpec(
     wrapper_types=_WRAPPERS,
     self_names=frozenset({"this", "super"}),
     prefix_types=frozenset({"decorator"}),  # a class member's `@Input()` above it
+    package_file="index",
 )
 
 SPECS = (TYPESCRIPT, TSX)
