@@ -29,6 +29,8 @@ class SymbolTable:
     # what a call's receiver may name (`Foo.create()`): types, and modules declared in a file
     # (Elixir's defmodule, C++ and C# namespaces), not files, whose names `os.path` would match
     owners_by_name: dict[str, list[Entity]] = field(default_factory=dict)
+    # package files' modules (LanguageSpec.package_file) by the name of the folder they stand for
+    packages_by_folder: dict[str, list[Entity]] = field(default_factory=dict)
     by_id: dict[str, Entity] = field(default_factory=dict)
     bindings: dict[str, dict[str, str]] = field(default_factory=dict)  # path -> alias -> target
 
@@ -45,6 +47,10 @@ class SymbolTable:
                 self.types_by_name.setdefault(entity.name, []).append(entity)
             if entity.kind.is_class_like or (entity.kind is EntityKind.MODULE and entity.parent_id):
                 self.owners_by_name.setdefault(entity.name, []).append(entity)
+            if entity.kind is EntityKind.MODULE and not entity.parent_id and entity.name in PACKAGE_FILES:
+                folder = _through_folder(entity.language, entity.path, entity.qualified_name)
+                if folder is not None:
+                    self.packages_by_folder.setdefault(folder.rpartition(".")[2], []).append(entity)
 
     def add_bindings(self, references: Iterable[Relationship]) -> None:
         """Record the local names that import references bind in their files."""
@@ -152,8 +158,7 @@ def _resolve_import(target_name: str, path: str, table: SymbolTable) -> str | No
 
 def _package_modules(folder: str, table: SymbolTable) -> list[Entity]:
     """The modules of the package files (LanguageSpec.package_file) standing for the dotted folder."""
-    return [e for stem in PACKAGE_FILES for e in table.by_name.get(stem, [])
-            if e.kind is EntityKind.MODULE and not e.parent_id and _matches(e, folder)]
+    return [e for e in table.packages_by_folder.get(folder.rpartition(".")[2], []) if _matches(e, folder)]
 
 
 def resolve_reference(ref: Relationship, table: SymbolTable) -> str | None:
