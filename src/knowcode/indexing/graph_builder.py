@@ -111,8 +111,9 @@ def _through_folder(language: str, path: str, qualified_name: str) -> str | None
         return None
     dotted = module_name(path)[1]
     suffix = "." + spec.package_file
-    if not dotted.endswith(suffix) or not qualified_name.startswith(dotted):
-        return None
+    within = qualified_name == dotted or qualified_name.startswith(dotted + ".")
+    if not dotted.endswith(suffix) or not within:
+        return None  # not a package file, or one named with its extension (`index.ts` beside `index.js`)
     return dotted[:-len(suffix)] + qualified_name[len(dotted):]
 
 
