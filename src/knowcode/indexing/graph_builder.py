@@ -15,8 +15,11 @@ from pathlib import PurePosixPath
 
 from knowcode.indexing.entity_ids import module_name
 from knowcode.indexing.languages import PACKAGE_FILES, spec_for
+from knowcode.indexing.languages.base import LanguageSpec
 from knowcode.models import Entity, EntityKind, RelationKind, Relationship
 from knowcode.storage.store import RelationshipRow
+
+SOURCE_FOLDER = "src"  # where a crate's code lives (Cargo's layout): see LanguageSpec.root_segment
 
 
 @dataclass
@@ -85,8 +88,14 @@ def target_lookup_names(target_name: str) -> set[str]:
     return {last}
 
 
-def _absolute(target: str, importer_path: str) -> str:
-    """Turn a relative dotted target (``..x.y``) into one rooted at the importer's folder."""
+def _absolute(target: str, importer_path: str, spec: LanguageSpec | None = None) -> str:
+    """Turn a relative dotted target (``..x.y``) into one rooted at the importer's folder, and one
+    from the package root (LanguageSpec.root_segment: ``crate.x.y``) into one rooted at its crate."""
+    first, _, rest = target.partition(".")
+    if spec is not None and spec.root_segment and first == spec.root_segment:
+        folders = PurePosixPath(importer_path).parent.parts
+        below = folders[::-1].index(SOURCE_FOLDER) if SOURCE_FOLDER in folders else len(folders)
+        return ".".join(part for part in (*folders[:len(folders) - below], rest) if part)
     if not target.startswith("."):
         return target
     rest = target.lstrip(".")
@@ -141,8 +150,9 @@ def _enclosing_type(entity: Entity | None, by_id: Mapping[str, Entity]) -> Entit
     return entity
 
 
-def _resolve_import(target_name: str, path: str, table: SymbolTable) -> str | None:
-    target = _absolute(target_name, path)
+def _resolve_import(target_name: str, path: str, table: SymbolTable,
+                    spec: LanguageSpec | None) -> str | None:
+    target = _absolute(target_name, path, spec)
     head, _, last = target.rpartition(".")
     named = [e for e in table.by_name.get(last, []) if _matches(e, target)]
     if not named:  # a folder (`import x from './utils'`): the package file standing for it
@@ -181,15 +191,15 @@ def resolve_target(kind: RelationKind, target_name: str, source_id: str, path: s
     :param table: what resolution may look at.
     :return: the id of the one entity meant, or None if missing or ambiguous.
     """
+    source = table.by_id.get(source_id)
+    spec = spec_for(source.language) if source else None
     if kind is RelationKind.IMPORTS:
-        return _resolve_import(target_name, path, table)
+        return _resolve_import(target_name, path, table, spec)
     receiver, _, name = target_name.rpartition(".")
     by_name = table.callables_by_name if kind is RelationKind.CALLS else table.types_by_name
     candidates = by_name.get(name, [])
     if not candidates:
         return None
-    source = table.by_id.get(source_id)
-    spec = spec_for(source.language) if source else None
     on_self = not receiver or (spec is not None and receiver in spec.self_names)
     if on_self:
         owner = _enclosing_type(source, table.by_id)
@@ -202,7 +212,7 @@ def resolve_target(kind: RelationKind, target_name: str, source_id: str, path: s
     first, _, rest = (receiver or name).partition(".")
     if first in bound:
         # Reached through an import: the imported module decides, even when it is outside the repo.
-        full = _absolute(".".join(p for p in (bound[first], rest, name if receiver else "") if p), path)
+        full = _absolute(".".join(p for p in (bound[first], rest, name if receiver else "") if p), path, spec)
         return _unique([c for c in candidates if _matches(c, full)])
     if receiver and kind is RelationKind.CALLS and not on_self:
         # `Foo.create()` resolves among Foo's methods (or a declared module's functions: Elixir's

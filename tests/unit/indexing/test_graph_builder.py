@@ -42,6 +42,11 @@ ENTITIES = [
             "typescript"),
     _entity("lua.lpkg.tools.init", EntityKind.MODULE, "lua/lpkg/tools/init.lua", language="lua"),
     _entity("src.index", EntityKind.MODULE, "src/index.py"),  # Python has no package file but __init__
+    # a Rust crate: `crate::` is its src/ folder
+    _entity("src.de", EntityKind.MODULE, "src/de.rs", language="rust"),
+    _entity("src.error", EntityKind.MODULE, "src/error.rs", language="rust"),
+    _entity("src.error.Error", EntityKind.STRUCT, "src/error.rs", "src.error", "rust"),
+    _entity("src.error.Error.new", EntityKind.METHOD, "src/error.rs", "src.error.Error", "rust"),
 ]
 IMPORTS = [
     Relationship("a", RelationKind.IMPORTS, "pkg.util.tool", None, "a.py", 1, "tool"),
@@ -56,6 +61,20 @@ def table() -> SymbolTable:
     symbols.add_entities(ENTITIES)
     symbols.add_bindings(IMPORTS)
     return symbols
+
+
+@pytest.mark.parametrize(("source", "kind", "target", "expected"), [
+    ("src.de", RelationKind.IMPORTS, "crate.error.Error", "src.error.Error"),  # `use crate::error::Error`
+    ("src.de", RelationKind.IMPORTS, "crate.error", "src.error"),
+    ("src.de", RelationKind.CALLS, "crate.error.Error.new", "src.error.Error.new"),
+    ("b.helper", RelationKind.IMPORTS, "crate.error.Error", None),  # `crate` roots nothing in Python
+])
+def test_a_rust_path_from_crate_is_rooted_at_the_crates_src_folder(
+        source: str, kind: RelationKind, target: str, expected: str | None) -> None:
+    symbols = SymbolTable()
+    symbols.add_entities(ENTITIES)
+    path = "src/de.rs" if source == "src.de" else "b.py"
+    assert resolve_reference(Relationship(source, kind, target, None, path, 1), symbols) == expected
 
 
 @pytest.mark.parametrize(("path", "target", "expected"), [

@@ -73,5 +73,8 @@ class LanguageSpec:
     # `__init__` is the scanner's): an import of the folder (`./utils`, `require("pkg.utils")`)
     # reaches the file and what it defines.
     package_file: str = ""
+    # The first segment of a path that starts at the package's root (Rust's `crate::`): such an import
+    # is rooted at the folder of the importer's crate, the nearest `src/` above it (Cargo's layout).
+    root_segment: str = ""
     # Receiver texts that mean "the enclosing class" for call resolution.
     self_names: frozenset[str] = field(default_factory=lambda: frozenset({"self", "this"}))

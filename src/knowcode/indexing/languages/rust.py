@@ -57,4 +57,5 @@ SPEC = LanguageSpec(
     members_beside_types=True,
     prefix_types=frozenset({"attribute_item"}),  # `#[derive(...)]`, `#[test]` above an item
     package_file="mod",
+    root_segment="crate",
 )
