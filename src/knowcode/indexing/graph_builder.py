@@ -88,7 +88,7 @@ def target_lookup_names(target_name: str) -> set[str]:
     return {last}
 
 
-def _absolute(target: str, importer_path: str, spec: LanguageSpec | None = None) -> str:
+def _absolute(target: str, importer_path: str, spec: LanguageSpec | None) -> str:
     """Turn a relative dotted target (``..x.y``) into one rooted at the importer's folder, and one
     from the package root (LanguageSpec.root_segment: ``crate.x.y``) into one rooted at its crate."""
     first, _, rest = target.partition(".")

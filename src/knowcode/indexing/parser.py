@@ -88,7 +88,7 @@ class _Definition:
     last_line: int  # 1-based, inclusive: the span's last line
     parent: _Definition | None = None
     entity: Entity | None = None
-    later_clauses: list[Node] = field(default_factory=list)  # see LanguageSpec.clauses
+    clause_lines: list[int] = field(default_factory=list)  # later clauses' first lines (LanguageSpec.clauses)
 
 
 def _text(node: Node) -> str:
@@ -317,7 +317,7 @@ def _merged_clauses(definitions: list[_Definition]) -> list[_Definition]:
         if (previous is not None and previous.name == definition.name and previous.kind is definition.kind
                 and previous.receiver == definition.receiver):
             previous.end, previous.last_line = definition.end, definition.last_line
-            previous.later_clauses.append(definition.core)
+            previous.clause_lines.append(definition.core.start_point[0] + 1)
             merged_into[id(definition)] = previous
             continue
         last_in_scope[id(parent)] = definition
@@ -403,10 +403,9 @@ def parse_source(path: str, language: str, source: bytes, spec: LanguageSpec,
         if lead is not None and lead < definition.entity.start_line and kind not in _SHAPE_KINDS:
             lead_lines[definition.entity.id] = lead
         split_lines[definition.entity.id] = _statement_starts(body or definition.core)
-        if definition.later_clauses:  # a function of many clauses is cut between them
-            split_lines[definition.entity.id] = tuple(sorted({
-                *split_lines[definition.entity.id],
-                *(clause.start_point[0] + 1 for clause in definition.later_clauses)}))
+        if definition.clause_lines:  # a function of many clauses is cut between them
+            split_lines[definition.entity.id] = tuple(sorted({*split_lines[definition.entity.id],
+                                                              *definition.clause_lines}))
         references.append((parent_id, _CONTAINS, qualified, definition.entity.id, path,
                            definition.entity.start_line, "", qualified.rpartition(".")[2]))
     entities.sort(key=lambda e: (e.start_line, -e.end_line))

@@ -63,17 +63,16 @@ def table() -> SymbolTable:
     return symbols
 
 
-@pytest.mark.parametrize(("source", "kind", "target", "expected"), [
-    ("src.de", RelationKind.IMPORTS, "crate.error.Error", "src.error.Error"),  # `use crate::error::Error`
-    ("src.de", RelationKind.IMPORTS, "crate.error", "src.error"),
-    ("src.de", RelationKind.CALLS, "crate.error.Error.new", "src.error.Error.new"),
-    ("b.helper", RelationKind.IMPORTS, "crate.error.Error", None),  # `crate` roots nothing in Python
+@pytest.mark.parametrize(("source", "path", "kind", "target", "expected"), [
+    ("src.de", "src/de.rs", RelationKind.IMPORTS, "crate.error.Error", "src.error.Error"),  # `use crate::...`
+    ("src.de", "src/de.rs", RelationKind.IMPORTS, "crate.error", "src.error"),
+    ("src.de", "src/de.rs", RelationKind.CALLS, "crate.error.Error.new", "src.error.Error.new"),
+    ("b.helper", "b.py", RelationKind.IMPORTS, "crate.error.Error", None),  # `crate` roots nothing in Python
 ])
 def test_a_rust_path_from_crate_is_rooted_at_the_crates_src_folder(
-        source: str, kind: RelationKind, target: str, expected: str | None) -> None:
+        source: str, path: str, kind: RelationKind, target: str, expected: str | None) -> None:
     symbols = SymbolTable()
     symbols.add_entities(ENTITIES)
-    path = "src/de.rs" if source == "src.de" else "b.py"
     assert resolve_reference(Relationship(source, kind, target, None, path, 1), symbols) == expected
 
 
