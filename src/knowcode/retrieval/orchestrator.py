@@ -21,6 +21,7 @@ from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
 from knowcode.indexing.languages import is_document_language, spec_for
 from knowcode.indexing.tokenizer import token_set, tokenize
 from knowcode.models import Chunk, Entity, EntityKind, HitSource, RetrievalMode, SearchHit
+from knowcode.paths import same_file
 from knowcode.retrieval.completeness import expand_dependencies, hit_for
 from knowcode.retrieval.embeddings import (
     EmbeddingProvider,
@@ -50,6 +51,7 @@ from knowcode.retrieval.reranker import (
     reads_tokens,
     rerank,
     scores_sole_functions,
+    traceback_frames,
     wants_code_only,
 )
 from knowcode.retrieval.search_index import SearchIndex
@@ -203,13 +205,22 @@ class RetrievalOrchestrator:
         return self.store.meta().get(CONTENT_GENERATION_KEY) == str(self.index.generation)
 
     def _named(self, query: str) -> _Named:
-        """The definitions of the symbols the query names, each with the chunk holding its first line
-        (none when the signals give definitions and mentions no weight)."""
-        if self.signals.definition == 1.0 and self.signals.mention == 1.0:
-            return _Named((), ())
+        """The definitions of the symbols the query names (none when the signals give definitions and
+        mentions no weight) and of its traceback frames' functions in their files (none when frames
+        have none), each with the chunk holding its first line."""
         definitions: list[Entity] = []
-        for symbol in mentioned_symbols(query):
-            definitions.extend(self.store.entities_named_like(symbol, self.top_k_multiplier))
+        if self.signals.definition != 1.0 or self.signals.mention != 1.0:
+            for symbol in mentioned_symbols(query):
+                definitions.extend(self.store.entities_named_like(symbol, self.top_k_multiplier))
+        frames = traceback_frames(query) if self.signals.frame != 1.0 else ()
+        if frames:
+            # A frame's function may share no word with the report's text ("Optimize .delete()" failed
+            # in Collector.collect): the frame signal cannot lift what never became a candidate.
+            named = self.store.entities_named({name for _, name in frames}, brief=True)
+            framed = self.store.entities_by_id(
+                entity.id for entity in named
+                if any(name == entity.name and same_file(entity.path, path) for path, name in frames))
+            definitions.extend(sorted(framed, key=lambda entity: (entity.path, entity.start_line)))
         unique = list({entity.id: entity for entity in definitions}.values())
         chunks = tuple(chunk for _, chunk in definition_chunks(self.store, unique))
         return _Named(tuple(unique), chunks)

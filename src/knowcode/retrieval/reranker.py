@@ -239,6 +239,11 @@ def mentioned_symbols(query: str) -> tuple[str, ...]:
                  if word not in _NOT_NAMES and not (word.startswith("__") and word.endswith("__")))
 
 
+def traceback_frames(query: str) -> tuple[tuple[str, str], ...]:
+    """The traceback frames a query holds, as (path, function) (see _FRAMES): a word query's only."""
+    return _Query.of(query).frames
+
+
 @dataclass(frozen=True)
 class _Query:
     """What signal scoring reads from the query, computed once per query."""

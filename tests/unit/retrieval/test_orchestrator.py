@@ -462,6 +462,36 @@ def test_prose_ruled_out_of_the_legs_leaves_the_first_tier_as_deep(
         assert [round(h.score, 12) for h in short] == [round(h.score, 12) for h in long[:10]]
 
 
+# A report whose words match 80 purge helpers, failing in a function whose words are few and common here.
+FRAME_REPO = {
+    **{f"app/purge_{i}.py": (f"def purge_rows_{i}(rows):\n"
+                             "    # purge old rows after a deletion, decode unicode fields\n"
+                             "    return collect(row for row in rows if row.old and row.unicode)\n")
+       for i in range(80)},
+    "app/deletion.py": "def collect(objs):\n    return list(objs)\n",
+    "app/other.py": "def collect(items):\n    return set(items)\n",
+}
+FRAME_REPORT = ("Purging old rows fails on unicode fields\n"
+                "Purging old rows with unicode fields raises during the purge.\n"
+                "Traceback (most recent call last):\n"
+                '  File "/venv/lib/python3.12/site-packages/app/deletion.py", line 2, in collect\n'
+                "UnicodeDecodeError: invalid start byte\n")
+
+
+@pytest.fixture(scope="module")
+def frame_kc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowCode]:
+    yield from _indexed(tmp_path_factory, "frames", FRAME_REPO)
+
+
+@pytest.mark.parametrize(("frame", "found"), [(RankingSignals().frame, True), (1.0, False)])
+def test_a_traceback_frames_function_is_a_candidate_whatever_its_words(frame_kc: KnowCode, frame: float,
+                                                                       found: bool) -> None:
+    for orchestrator in _orchestrator(frame_kc, None, signals=RankingSignals(frame=frame)):
+        paths = {h.path for h in orchestrator.retrieve(FRAME_REPORT, limit_entities=10).hits}
+        assert ("app/deletion.py" in paths) is found
+        assert "app/other.py" not in paths  # a function of that name in another file is no frame's
+
+
 def test_a_packed_chunk_is_answered_by_the_member_that_matches(many_kc: KnowCode) -> None:
     [hit] = many_kc.search("save config data", limit=1)
     assert (hit.path, hit.qualified_name) == ("helpers.py", "helpers.save_config")
