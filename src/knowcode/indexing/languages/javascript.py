@@ -26,6 +26,13 @@ MEMBER_FUNCTIONS = r"""
 (program (expression_statement (call_expression
   arguments: (arguments (function_expression name: (identifier) @name))) @definition.function))
 """
+# An anonymous default export (`export default function () {}`, a locale or plugin module's one function)
+# is named as its importers' `import x from` sees it: `default`. A named one is a declaration above.
+DEFAULT_EXPORTS = r"""
+(export_statement "default" @name
+  value: [(arrow_function) (function_expression) (generator_function)] @definition.function)
+(export_statement "default" @name value: (class) @definition.class)
+"""
 CALLS = r"""
 (call_expression function: (identifier) @name (#not-eq? @name "require")) @reference.call
 (call_expression function: (member_expression object: (_) @receiver
@@ -78,7 +85,7 @@ JS_ONLY = r"""
     arguments: (arguments . (string (string_fragment) @import.module)))
   (#eq? @_require "require")) @reference.import
 """
-QUERY = DEFINITIONS + MEMBER_FUNCTIONS + CALLS + JSX_CALLS + ES_IMPORTS + REQUIRES + JS_ONLY
+QUERY = DEFINITIONS + MEMBER_FUNCTIONS + DEFAULT_EXPORTS + CALLS + JSX_CALLS + ES_IMPORTS + REQUIRES + JS_ONLY
 
 SPEC = LanguageSpec(
     name="javascript",

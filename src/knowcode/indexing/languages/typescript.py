@@ -36,8 +36,8 @@ TS_ONLY = r"""
 (import_statement (import_require_clause (identifier) @import.alias
   source: (string (string_fragment) @import.module))) @reference.import
 """
-QUERY = DEFINITIONS + javascript.MEMBER_FUNCTIONS + javascript.CALLS + javascript.ES_IMPORTS + \
-    javascript.REQUIRES + TS_ONLY
+QUERY = DEFINITIONS + javascript.MEMBER_FUNCTIONS + javascript.DEFAULT_EXPORTS + javascript.CALLS + \
+    javascript.ES_IMPORTS + javascript.REQUIRES + TS_ONLY
 
 _WRAPPERS = frozenset({"export_statement", "lexical_declaration", "variable_declaration",
                        "ambient_declaration", "expression_statement"})

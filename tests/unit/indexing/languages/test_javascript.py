@@ -177,3 +177,24 @@ describe('host', function () {});
     assert parsed.lead_lines[host.id] == 1
     # a callback inside a function is a step of that function; an anonymous one names nothing
     assert sorted(by_name) == ["lib.request", "lib.request.app.init", "lib.request.host"]
+
+
+def test_an_anonymous_default_export_is_named_default() -> None:
+    source = b'''// The English messages.
+export default function () {
+  return { localeError: error() };
+}
+export default class extends Base {
+  render() {}
+}
+export default (options) => options;
+export default config;
+'''
+    parsed = parse_source("locales/en.js", "javascript", source, SPEC)
+    assert entity_rows(parsed)[1:] == [
+        ("function", "locales.en.default", 2, 4),
+        ("class", "locales.en.default", 5, 7),
+        ("method", "locales.en.default.render", 6, 6),
+        ("function", "locales.en.default", 8, 8),
+    ]  # `export default config` exports a name defined elsewhere: nothing to define here
+    assert parsed.entities[1].docstring == "The English messages."

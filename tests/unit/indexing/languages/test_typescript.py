@@ -182,3 +182,11 @@ def test_a_members_decorators_are_in_its_span_and_its_doc_stands_above_them() ->
     parsed = parse_source("src/panel.ts", "typescript", source, TYPESCRIPT)
     method = by_qualified_name(parsed)["src.panel.Panel.open"]
     assert (method.start_line, method.end_line, method.docstring) == (3, 5, "Opens it.")
+
+
+def test_an_anonymous_default_export_is_named_default() -> None:
+    source = b"export default function (): { localeError: ErrorMap } {\n  return { error };\n}\n"
+    parsed = parse_source("v4/locales/en.ts", "typescript", source, TYPESCRIPT)
+    default = by_qualified_name(parsed)["v4.locales.en.default"]
+    assert (default.kind.value, default.start_line, default.end_line) == ("function", 1, 3)
+    assert default.signature == "function (): { localeError: ErrorMap }"
