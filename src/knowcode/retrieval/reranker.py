@@ -62,6 +62,9 @@ _PATH_WORD = re.compile(r"(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w{0,4}\b"
                         r"|\b[\w-]+\.(?:py|js|jsx|ts|tsx|go|rs|java|rb|php|c|h|cc|cpp|hpp|cs|kt|swift|scala"
                         r"|ex|exs|lua|sh|zig|hs)\b")
 _LEADING_ROOT = re.compile(r"^(?:\.?/)+")  # "/abs/x.py", "./x.py": compared without it
+# Two words a question writes apart, with a space or a hyphen, that code often writes as one: "test
+# client" is testclient.py, "model cards" modelcards.py, "auto-reloader" autoreload.py.
+_WRITTEN_APART = re.compile(r"(?=\b([A-Za-z]+)[ -]([A-Za-z]+)\b)")
 # Traceback frames, as (path, function), read after a Windows path's `\` became `/`. A frame names the
 # function the failure passed through, which is where an issue's fix often goes. One pattern a format:
 _FRAMES = (
@@ -254,6 +257,7 @@ class _Query:
     symbol: str  # a symbol query's last part ("run" of "Engine.run")
     symbol_path: str  # a dotted symbol query's parts as a qualified-name suffix (".engine.run"), else ""
     mentions: tuple[str, ...]  # code words of a word query, lower-cased, with a leading dot
+    joined: frozenset[str]  # the tokens of a word query's pairs of words written apart, as one word
     phrases: tuple[tuple[str, ...], ...]  # per quoted phrase: itself, or its PHRASE_WINDOW_WORDS windows
     paths: tuple[str, ...]  # file paths the query names, without a leading "/" or "./"
     frames: tuple[tuple[str, str], ...]  # (path, function) of each traceback frame the query holds
@@ -289,6 +293,7 @@ class _Query:
             slashed = stripped.replace("\\", "/")  # a Windows traceback's paths (C:\envs\...\query.py)
             return cls(stripped.lower(), words, None, "", "",
                        mentions=tuple("." + m.lower() for m in mentioned_symbols(query)),
+                       joined=_joined(stripped),
                        phrases=_phrases(stripped),
                        paths=tuple(dict.fromkeys(_LEADING_ROOT.sub("", path)
                                                  for path in _PATH_WORD.findall(slashed))),
@@ -297,7 +302,7 @@ class _Query:
         parts = [p for p in re.split(r"\.|::|#|->", stripped.removesuffix("()")) if p]
         dotted = "." + ".".join(parts).lower() if len(parts) > 1 else ""
         return cls(stripped.lower(), words, frozenset(tokenize(" ".join(parts))), parts[-1], dotted,
-                   mentions=(), phrases=(), paths=(), frames=(), **shares)
+                   mentions=(), joined=frozenset(), phrases=(), paths=(), frames=(), **shares)
 
 
 def _diversity_share(tokens: int) -> float:
@@ -324,6 +329,18 @@ def _coverage(candidates: Sequence[Candidate], query: _Query) -> list[float]:
     # changed the last digits of a long question's scores from one process to the next)
     total = math.fsum(weight.values())
     return [query.long_share * math.fsum(weight[word] for word in words) / total for words in held]
+
+
+def _joined(query: str) -> frozenset[str]:
+    """The token of each pair of adjacent words written apart (neither a stop word) when, written as one
+    word, they make one token that neither word is ("test client": testclient)."""
+    joined = set()
+    for first, second in _WRITTEN_APART.findall(query):
+        parts = tokenize(first) + tokenize(second)
+        one = tokenize((first + second).lower())  # "URL parsing": urlparse, not URL + parsing
+        if len(parts) == 2 and len(one) == 1 and one[0] not in parts:
+            joined.add(one[0])
+    return frozenset(joined)
 
 
 def _frames(query: str) -> tuple[tuple[str, str], ...]:
@@ -390,7 +407,8 @@ def _signal_factor(candidate: Candidate, query: _Query, signals: RankingSignals,
             # factor in long questions, span-level NDCG@10 rose on all four question sets (+0.001 to
             # +0.013); short queries and reports (the code that failed) keep it.
             factor *= signals.mention ** (1.0 if query.is_report else 1.0 - query.long_share)
-        factor *= signals.file_name ** (min(2, len(query.words & path_words)) * query.word_share)
+        named_by = (query.words | query.joined) & path_words
+        factor *= signals.file_name ** (min(2, len(named_by)) * query.word_share)
         if any(same_file(chunk.path, mentioned) for mentioned in query.paths):
             factor *= signals.path_mention
         if any(name == entity.name and same_file(chunk.path, path) for path, name in query.frames):

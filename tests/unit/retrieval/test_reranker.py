@@ -122,6 +122,19 @@ def test_word_query_matching_file_and_folder_names() -> None:
     assert _factor("how does the router dispatch", candidate, file_name=1.25) == pytest.approx(1.25 ** 2)
 
 
+@pytest.mark.parametrize(("query", "path", "expected"), [
+    ("how does the test client simulate requests", "starlette/testclient.py", 1.25),
+    ("generating model cards", "pkg/modelcards/modelcards.py", 1.25),  # file and folder: one word
+    ("Auto-reloader should pass -X options", "django/utils/autoreload.py", 1.25),
+    ("URL parsing and construction", "httpx/_urlparse.py", 1.25),
+    ("test client", "pkg/clienttest.py", 1.0),  # joined in the order written
+    ("the test, client", "starlette/testclient.py", 1.0),  # not written as a pair
+    ("tell me an answer", "pkg/mean.py", 1.0),  # stop words join nothing
+])
+def test_words_written_apart_name_a_file_written_as_one(query: str, path: str, expected: float) -> None:
+    assert _factor(query, _candidate(path=path, name="zzz"), file_name=1.25) == pytest.approx(expected)
+
+
 def test_file_names_count_less_in_long_questions() -> None:
     candidate = _candidate(path="src/router/dispatch.py")
     words = "router dispatch alpha beta gamma delta epsilon zeta eta theta iota kappa"  # 12 tokens
