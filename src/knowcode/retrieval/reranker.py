@@ -257,7 +257,7 @@ class _Query:
     symbol: str  # a symbol query's last part ("run" of "Engine.run")
     symbol_path: str  # a dotted symbol query's parts as a qualified-name suffix (".engine.run"), else ""
     mentions: tuple[str, ...]  # code words of a word query, lower-cased, with a leading dot
-    joined: frozenset[str]  # the tokens of a word query's pairs of words written apart, as one word
+    joined: frozenset[str]  # the tokens of a question's pairs of words written apart, as one word
     phrases: tuple[tuple[str, ...], ...]  # per quoted phrase: itself, or its PHRASE_WINDOW_WORDS windows
     paths: tuple[str, ...]  # file paths the query names, without a leading "/" or "./"
     frames: tuple[tuple[str, str], ...]  # (path, function) of each traceback frame the query holds
@@ -274,7 +274,7 @@ class _Query:
     def is_report(self) -> bool:
         """Whether the query is a report rather than a question: more than QUESTION_TOKENS tokens, or a
         title line over a body (pasted output, a reproduction)."""
-        return len(self.words) > QUESTION_TOKENS or "\n" in self.lowered  # stripped already
+        return _reads_as_report(self.words, self.lowered)
 
     @property
     def about_docs(self) -> bool:
@@ -293,7 +293,8 @@ class _Query:
             slashed = stripped.replace("\\", "/")  # a Windows traceback's paths (C:\envs\...\query.py)
             return cls(stripped.lower(), words, None, "", "",
                        mentions=tuple("." + m.lower() for m in mentioned_symbols(query)),
-                       joined=_joined(stripped),
+                       # a report's hyphens join paths and pasted code ("site-packages"), not words
+                       joined=frozenset() if _reads_as_report(words, stripped) else _joined(stripped),
                        phrases=_phrases(stripped),
                        paths=tuple(dict.fromkeys(_LEADING_ROOT.sub("", path)
                                                  for path in _PATH_WORD.findall(slashed))),
@@ -303,6 +304,11 @@ class _Query:
         dotted = "." + ".".join(parts).lower() if len(parts) > 1 else ""
         return cls(stripped.lower(), words, frozenset(tokenize(" ".join(parts))), parts[-1], dotted,
                    mentions=(), joined=frozenset(), phrases=(), paths=(), frames=(), **shares)
+
+
+def _reads_as_report(words: Collection[str], stripped: str) -> bool:
+    """Whether a query of these tokens and this stripped text is a report (see _Query.is_report)."""
+    return len(words) > QUESTION_TOKENS or "\n" in stripped
 
 
 def _diversity_share(tokens: int) -> float:

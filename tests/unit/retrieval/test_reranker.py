@@ -130,6 +130,8 @@ def test_word_query_matching_file_and_folder_names() -> None:
     ("test client", "pkg/clienttest.py", 1.0),  # joined in the order written
     ("the test, client", "starlette/testclient.py", 1.0),  # not written as a pair
     ("tell me an answer", "pkg/mean.py", 1.0),  # stop words join nothing
+    ("Test client crashes\nIt fails in site-packages.", "starlette/testclient.py", 1.0),  # a report's
+    # hyphens join paths and code, so a report joins no words
 ])
 def test_words_written_apart_name_a_file_written_as_one(query: str, path: str, expected: float) -> None:
     assert _factor(query, _candidate(path=path, name="zzz"), file_name=1.25) == pytest.approx(expected)
