@@ -206,8 +206,8 @@ class RetrievalOrchestrator:
 
     def _named(self, query: str) -> _Named:
         """The definitions of the symbols the query names (none when the signals give definitions and
-        mentions no weight) and of its traceback frames' functions in their files (none when frames
-        have none), each with the chunk holding its first line."""
+        mentions no weight) and of the functions its traceback frames pass through, in the files the
+        frames name (none when frames have no weight), each with the chunk holding its first line."""
         definitions: list[Entity] = []
         if self.signals.definition != 1.0 or self.signals.mention != 1.0:
             for symbol in mentioned_symbols(query):
