@@ -44,6 +44,7 @@ from knowcode.retrieval.reranker import (
     CALLABLE_KINDS,
     Candidate,
     CrossEncoder,
+    Frame,
     RankingSignals,
     is_long_question,
     mentioned_symbols,
@@ -216,10 +217,9 @@ class RetrievalOrchestrator:
         if frames:
             # A frame's function may share no word with the report's text ("Optimize .delete()" failed
             # in Collector.collect): the frame signal cannot lift what never became a candidate.
-            named = self.store.entities_named({name for _, name in frames}, brief=True)
-            framed = self.store.entities_by_id(
-                entity.id for entity in named
-                if any(name == entity.name and same_file(entity.path, path) for path, name in frames))
+            named = self.store.entities_named({frame.name for frame in frames}, brief=True)
+            passed = {entity.id for frame in frames for entity in _framed(frame, named)}
+            framed = self.store.entities_by_id(passed)
             definitions.extend(sorted(framed, key=lambda entity: (entity.path, entity.start_line)))
         unique = list({entity.id: entity for entity in definitions}.values())
         chunks = tuple(chunk for _, chunk in definition_chunks(self.store, unique))
@@ -522,6 +522,16 @@ def _comment_above(rows: Sequence[str], first_line: int, start: int) -> int:
     while index >= 0 and rows[index].lstrip().startswith(_COMMENT_STARTS):
         top, index = index, index - 1
     return start if top is None else first_line + top
+
+
+def _framed(frame: Frame, named: Sequence[Entity]) -> list[Entity]:
+    """The entities a traceback frame passed through: those of its function's name in its file, or, of
+    a name that several classes of the file define (`__repr__`), the one whose span holds the frame's
+    line when one does (the line may come from another version of the file)."""
+    found = [entity for entity in named if entity.name == frame.name and same_file(entity.path, frame.path)]
+    holding = [entity for entity in found
+               if frame.line is not None and entity.start_line <= frame.line <= entity.end_line]
+    return holding or found
 
 
 def _within(entity: Entity, chunk: Chunk) -> bool:

@@ -65,36 +65,39 @@ _LEADING_ROOT = re.compile(r"^(?:\.?/)+")  # "/abs/x.py", "./x.py": compared wit
 # Two words a question writes apart, with a space or a hyphen, that code often writes as one: "test
 # client" is testclient.py, "model cards" modelcards.py, "auto-reloader" autoreload.py.
 _WRITTEN_APART = re.compile(r"(?=\b([A-Za-z]+)[ -]([A-Za-z]+)\b)")
-# Traceback frames, as (path, function), read after a Windows path's `\` became `/`. A frame names the
+# Traceback frames, as (path, function, line), read after a Windows path's `\` became `/`. A frame names the
 # function the failure passed through, which is where an issue's fix often goes. One pattern a format:
 _FRAMES = (
     # Python: File "pkg/core.py", line 12, in run
-    re.compile(r'File "(?P<path>[^"\n]+)", line \d+, in (?P<name>[A-Za-z_]\w*)'),
+    re.compile(r'File "(?P<path>[^"\n]+)", line (?P<line>\d+), in (?P<name>[A-Za-z_]\w*)'),
     # IPython up to 7: pkg/core.py in run(self, x)
     re.compile(r"^[ \t]*(?P<path>\S+\.py) in (?P<name>[A-Za-z_]\w*)\(", re.MULTILINE),
     # IPython 8 on: File pkg/core.py:12, in Engine.run(self, x)
-    re.compile(r"File (?P<path>[^\s\",]+\.py):\d+, in (?:\w+\.)*(?P<name>[A-Za-z_]\w*)"),
+    re.compile(r"File (?P<path>[^\s\",]+\.py):(?P<line>\d+), in (?:\w+\.)*(?P<name>[A-Za-z_]\w*)"),
     # V8 (Node.js, Chrome): at Engine.run (src/engine.js:12:5)
-    re.compile(r"\bat (?:async )?(?:[\w$]+\.)*(?P<name>[A-Za-z_$][\w$]*) \((?P<path>[^()\s]+?):\d+:\d+\)"),
+    re.compile(r"\bat (?:async )?(?:[\w$]+\.)*(?P<name>[A-Za-z_$][\w$]*)"
+               r" \((?P<path>[^()\s]+?):(?P<line>\d+):\d+\)"),
     # the JVM (Java, Kotlin, Scala, Groovy): at com.acme.Engine.run(Engine.java:12)
     re.compile(r"\bat (?:[\w$]+\.)+(?P<name>[A-Za-z_$][\w$]*)"
-               r"\((?P<path>[\w$-]+\.(?:java|kt|scala|groovy)):\d+\)"),
+               r"\((?P<path>[\w$-]+\.(?:java|kt|scala|groovy)):(?P<line>\d+)\)"),
     # .NET: at Acme.Engine.Run(String x) in C:/src/Acme/Engine.cs:line 12
-    re.compile(r"\bat (?:[\w`<>]+\.)+(?P<name>\w+)\([^()\n]*\) in (?P<path>[^\n]+?\.(?:cs|fs|vb)):line \d+"),
+    re.compile(r"\bat (?:[\w`<>]+\.)+(?P<name>\w+)\([^()\n]*\)"
+               r" in (?P<path>[^\n]+?\.(?:cs|fs|vb)):line (?P<line>\d+)"),
     # Ruby: lib/acme/engine.rb:12:in `run' (Ruby 3.4: 'Acme::Engine#run')
-    re.compile(r"(?P<path>[^\s:'\"`]+\.rb):\d+:in [`'](?:[\w:]+[#.])?(?P<name>[\w?!=]+)'"),
+    re.compile(r"(?P<path>[^\s:'\"`]+\.rb):(?P<line>\d+):in [`'](?:[\w:]+[#.])?(?P<name>[\w?!=]+)'"),
     # Go: acme/engine.(*Engine).Run(0xc000010000)  then, indented,  /src/acme/engine.go:12 +0x1d
-    re.compile(r"(?:[\w./-]+\.)?(?:\(\*?\w+\)\.)?(?P<name>\w+)\([^()\n]*\)\n[ \t]+(?P<path>[^\s:]+\.go):\d+"),
+    re.compile(r"(?:[\w./-]+\.)?(?:\(\*?\w+\)\.)?(?P<name>\w+)\([^()\n]*\)"
+               r"\n[ \t]+(?P<path>[^\s:]+\.go):(?P<line>\d+)"),
     # Rust: 3: acme::engine::Engine::run[::h<hash>]  then, indented,  at ./src/engine.rs:12:5
     re.compile(r"\d+: (?:[\w<>{} ]+::)*?(?P<name>\w+)(?:::h[0-9a-f]{16})?"
-               r"\n[ \t]+at (?P<path>[^\s:]+\.rs):\d+"),
+               r"\n[ \t]+at (?P<path>[^\s:]+\.rs):(?P<line>\d+)"),
     # PHP: #0 /var/www/src/Engine.php(12): Acme\Engine->run()
-    re.compile(r"#\d+ (?P<path>[^\s()]+\.php)\(\d+\): (?:[\w/]+(?:->|::))?(?P<name>\w+)\("),
+    re.compile(r"#\d+ (?P<path>[^\s()]+\.php)\((?P<line>\d+)\): (?:[\w/]+(?:->|::))?(?P<name>\w+)\("),
     # Elixir: (acme 0.1.0) lib/acme/engine.ex:12: Acme.Engine.run/2
-    re.compile(r"(?P<path>[\w./-]+\.exs?):\d+: (?:[\w.]+\.)?(?P<name>[\w?!]+)/\d+"),
+    re.compile(r"(?P<path>[\w./-]+\.exs?):(?P<line>\d+): (?:[\w.]+\.)?(?P<name>[\w?!]+)/\d+"),
     # gdb (C, C++): #1 0x0000555555555189 in acme::Engine::run (this=0x0) at src/engine.cc:12
     re.compile(r"#\d+ +(?:0x[0-9a-f]+ in )?(?:[\w~]+::)*(?P<name>[\w~]+)"
-               r" \([^()\n]*\) at (?P<path>[^\s:]+):\d+"),
+               r" \([^()\n]*\) at (?P<path>[^\s:]+):(?P<line>\d+)"),
 )
 # Quoted text of several words in a question is usually an error message copied from the output. A
 # quoted single word or expression (`'order'`, `np.float16`) is no such evidence: issue reports quote
@@ -242,8 +245,17 @@ def mentioned_symbols(query: str) -> tuple[str, ...]:
                  if word not in _NOT_NAMES and not (word.startswith("__") and word.endswith("__")))
 
 
-def traceback_frames(query: str) -> tuple[tuple[str, str], ...]:
-    """The traceback frames a query holds, as (path, function) (see _FRAMES): a word query's only."""
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """A traceback frame: the file and function the failure passed through, and the line if given."""
+
+    path: str
+    name: str
+    line: int | None
+
+
+def traceback_frames(query: str) -> tuple[Frame, ...]:
+    """The traceback frames a query holds (see _FRAMES): a word query's only."""
     return _Query.of(query).frames
 
 
@@ -260,7 +272,7 @@ class _Query:
     joined: frozenset[str]  # the tokens of a question's pairs of words written apart, as one word
     phrases: tuple[tuple[str, ...], ...]  # per quoted phrase: itself, or its PHRASE_WINDOW_WORDS windows
     paths: tuple[str, ...]  # file paths the query names, without a leading "/" or "./"
-    frames: tuple[tuple[str, str], ...]  # (path, function) of each traceback frame the query holds
+    frames: tuple[Frame, ...]  # the traceback frames the query holds
     word_share: float  # how much one query word counts: 1 up to SHORT_QUERY_WORDS words, then less
     diversity_share: float  # how strongly further chunks of a ranked file are damped: less in long queries
 
@@ -349,10 +361,12 @@ def _joined(query: str) -> frozenset[str]:
     return frozenset(joined)
 
 
-def _frames(query: str) -> tuple[tuple[str, str], ...]:
-    """The traceback frames of the query, as (path without a leading root, function), each once."""
+def _frames(query: str) -> tuple[Frame, ...]:
+    """The traceback frames of the query (paths without a leading root), each once."""
     found = (match for pattern in _FRAMES for match in pattern.finditer(query))
-    return tuple(dict.fromkeys((_LEADING_ROOT.sub("", m["path"]), m["name"]) for m in found))
+    return tuple(dict.fromkeys(Frame(_LEADING_ROOT.sub("", m["path"]), m["name"],
+                                     int(m["line"]) if "line" in m.groupdict() else None)
+                               for m in found))
 
 
 def _phrases(query: str) -> tuple[tuple[str, ...], ...]:
@@ -417,7 +431,7 @@ def _signal_factor(candidate: Candidate, query: _Query, signals: RankingSignals,
         factor *= signals.file_name ** (min(2, len(named_by)) * query.word_share)
         if any(same_file(chunk.path, mentioned) for mentioned in query.paths):
             factor *= signals.path_mention
-        if any(name == entity.name and same_file(chunk.path, path) for path, name in query.frames):
+        if any(frame.name == entity.name and same_file(chunk.path, frame.path) for frame in query.frames):
             factor *= signals.frame
     if penalised:
         factor *= signals.path_penalty

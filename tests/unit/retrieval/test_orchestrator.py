@@ -470,6 +470,8 @@ FRAME_REPO = {
        for i in range(80)},
     "app/deletion.py": "def collect(objs):\n    return list(objs)\n",
     "app/other.py": "def collect(items):\n    return set(items)\n",
+    "app/runner.py": ("class Fast:\n    def collect(self, rows):\n        return rows\n\n\n"
+                      "class Slow:\n    def collect(self, rows):\n        return sorted(rows)\n"),
 }
 FRAME_REPORT = ("Purging old rows fails on unicode fields\n"
                 "Purging old rows with unicode fields raises during the purge.\n"
@@ -490,6 +492,13 @@ def test_a_traceback_frames_function_is_a_candidate_whatever_its_words(frame_kc:
         paths = {h.path for h in orchestrator.retrieve(FRAME_REPORT, limit_entities=10).hits}
         assert ("app/deletion.py" in paths) is found
         assert "app/other.py" not in paths  # a function of that name in another file is no frame's
+
+
+def test_a_frames_line_picks_its_function_among_those_of_one_name_in_its_file(frame_kc: KnowCode) -> None:
+    report = FRAME_REPORT.replace("/app/deletion.py\", line 2", "/app/runner.py\", line 8")
+    names = {h.qualified_name for h in frame_kc.search(report, limit=10)}
+    assert "app.runner.Slow.collect" in names
+    assert "app.runner.Fast.collect" not in names
 
 
 def test_a_packed_chunk_is_answered_by_the_member_that_matches(many_kc: KnowCode) -> None:

@@ -22,6 +22,7 @@ from knowcode.retrieval.reranker import (
     reads_tokens,
     rerank,
     score_signals,
+    traceback_frames,
     wants_code_only,
 )
 
@@ -336,6 +337,25 @@ def test_a_path_the_query_names(query: str, path: str, expected: float) -> None:
 ])
 def test_a_traceback_frame_names_its_function(query: str, path: str, name: str, expected: float) -> None:
     assert _factor(query, _candidate(path=path, name=name), frame=2.0) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("query", "line"), [
+    ('File "/srv/pkg/engine.py", line 3, in run', 3),
+    ("at Engine.run (/app/src/pkg/engine.js:12:5)", 12),
+    ("\tat com.acme.Engine.run(Engine.java:42)", 42),
+    ("/srv/pkg/engine.py in run(self, sql)", None),  # IPython 7 prints no line on the frame
+    ("File ~/envs/pkg/engine.py:340, in Engine.run(self, obj)", 340),
+    ("   at Acme.Engine.Run(String x) in C:/src/Acme/Engine.cs:line 42", 42),
+    ("/app/lib/acme/engine.rb:12:in `run'", 12),
+    ("acme/engine.(*Engine).Run(0xc000010000)\n\t/home/u/acme/engine.go:42 +0x1d", 42),
+    ("   4: acme::engine::run\n             at ./src/engine.rs:9:5", 9),
+    ("#0 /var/www/src/Engine.php(12): Acme\\Engine->run()", 12),
+    ("    (acme 0.1.0) lib/acme/engine.ex:7: Acme.Engine.run/2", 7),
+    ("#1  0x0000555555555189 in acme::Engine::run (this=0x0) at src/engine.cc:12", 12),
+])
+def test_a_traceback_frame_keeps_its_line(query: str, line: int | None) -> None:
+    [frame] = traceback_frames(query)
+    assert (frame.name.lower(), frame.line) == ("run", line)
 
 
 @pytest.mark.parametrize(("query", "named"), [
