@@ -38,7 +38,7 @@ REQUIRED_IN_INTERNALS = {
     "SHORT_BUNDLE_FACTOR = 0.5", "min(1.0, max(0.0, score / maximum))", "DENSE_TEXT_CHARS = 160",
     "definition: float = 3.0", "definition_path: float = 1.5", "mention: float = 2.0",
     "file_name: float = 1.25", "phrase: float = 2.0", "prose_penalty: float = 0.5",
-    "path_mention: float = 2.0", "frame: float = 2.0",
+    "path_mention: float = 2.0", "frame: float = 2.0", "line_link: float = 2.0",
     "DIVERSE_QUERY_TOKENS", "UNDIVERSE_QUERY_TOKENS",
     "FIRST_TIER_LIMIT = 10", "path_penalty: float = 0.5",
     "reexport_penalty: float = 0.6", "file_coherence: float = 1.05", "file_diversity: float = 0.5",

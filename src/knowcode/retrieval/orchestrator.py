@@ -47,6 +47,7 @@ from knowcode.retrieval.reranker import (
     Frame,
     RankingSignals,
     is_long_question,
+    line_links,
     mentioned_symbols,
     reads_calls,
     reads_tokens,
@@ -72,6 +73,12 @@ FIRST_TIER_LIMIT = 10
 # of candidates (a code question in a docs-heavy repository: on one sphinx report, 250 of 300 leg ids
 # were prose). Each round costs a leg scan; x4 reached the depth in one round on bench/issues.
 SHORT_TIER_GROWTH = 4
+# A line link's path may name several files (`compiler.py#L428`: django's sql/ and mysql/ compilers; the
+# line falls in one of them); a path more files share than this (`__init__.py:1`, `models.py:12`)
+# names none.
+LINKED_FILES_MAX = 5
+# The line links read of one query: more is a pasted log or listing, whose first links are the asker's.
+LINE_LINKS_MAX = 16
 # Candidates whose members are read at once (one SQL query, ~10 us a candidate) for their precise
 # entities: the hits' limit and this many more, or 1.5 times the limit. On 360 queries (the latency
 # queries and chunk-text snippets) 10 hits took 10-14 candidates in 97% of searches, 50 hits 50-75
@@ -207,8 +214,9 @@ class RetrievalOrchestrator:
 
     def _named(self, query: str) -> _Named:
         """The definitions of the symbols the query names (none when the signals give definitions and
-        mentions no weight) and of the functions its traceback frames pass through, in the files the
-        frames name (none when frames have no weight), each with the chunk holding its first line."""
+        mentions no weight), of the functions its traceback frames pass through, in the files the
+        frames name (none when frames have no weight), and of the lines it links to (none when line
+        links have no weight), each with the chunk holding its first line."""
         definitions: list[Entity] = []
         if self.signals.definition != 1.0 or self.signals.mention != 1.0:
             for symbol in mentioned_symbols(query):
@@ -221,9 +229,24 @@ class RetrievalOrchestrator:
             passed = {entity.id for frame in frames for entity in _framed(frame, named)}
             framed = self.store.entities_by_id(passed)
             definitions.extend(sorted(framed, key=lambda entity: (entity.path, entity.start_line)))
+        if self.signals.line_link != 1.0:
+            definitions.extend(self._linked(query))
         unique = list({entity.id: entity for entity in definitions}.values())
         chunks = tuple(chunk for _, chunk in definition_chunks(self.store, unique))
         return _Named(tuple(unique), chunks)
+
+    def _linked(self, query: str) -> list[Entity]:
+        """The innermost definition holding each line the query points at (`compiler.py#L428`), in each
+        file the link's path names; none for a path that too many files share (`__init__.py:1`)."""
+        found = []
+        for link in line_links(query)[:LINE_LINKS_MAX]:
+            paths = self.store.files_named(link.path, LINKED_FILES_MAX + 1)
+            for path in paths if len(paths) <= LINKED_FILES_MAX else ():
+                holding = self.store.entities_at(path, link.line)  # innermost first
+                innermost = next((e for e in holding if e.kind is not EntityKind.MODULE), None)
+                if innermost is not None:
+                    found.append(innermost)
+        return found
 
     def _while_dense(self, query: str, sparse_ids: Sequence[str],
                      dense_pending: Callable[[], bool]) -> _Prepared:

@@ -57,11 +57,13 @@ _NOT_NAMES = frozenset({"if", "for", "while", "switch", "catch", "return", "func
                         "sizeof", "await", "yield", "assert", "print", "with", "elif", "not", "and", "or",
                         "in", "is", "as", "lambda", "new", "delete", "throw", "case", "do", "else"})
 # A file path a question names (a traceback frame, "see django/db/models/query.py"): folders and a
-# file with an extension, or a bare file name with a code extension.
-_PATH_WORD = re.compile(r"(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w{0,4}\b"
-                        r"|\b[\w-]+\.(?:py|js|jsx|ts|tsx|go|rs|java|rb|php|c|h|cc|cpp|hpp|cs|kt|swift|scala"
+# file with an extension, or a bare file name with a code extension. Each branch is tried only where a
+# run of its characters starts (a later start inside the run finds the same tail or nothing): tried at
+# every character, a 20,000-character run of letters or `a-a-` in a report took seconds.
+_PATH_WORD = re.compile(r"(?<![\w./-])/*(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w{0,4}\b"
+                        r"|(?<![\w-])-*\b[\w-]+\.(?:py|js|jsx|ts|tsx|go|rs|java|rb|php|c|h|cc|cpp|hpp|cs|kt|swift|scala"
                         r"|ex|exs|lua|sh|zig|hs)\b")
-_LEADING_ROOT = re.compile(r"^(?:\.?/)+")  # "/abs/x.py", "./x.py": compared without it
+_LEADING_ROOT = re.compile(r"^(?:\.?/|-)+")  # "/abs/x.py", "./x.py", "--x.py": compared without it
 # Two words a question writes apart, with a space or a hyphen, that code often writes as one: "test
 # client" is testclient.py, "model cards" modelcards.py, "auto-reloader" autoreload.py.
 _WRITTEN_APART = re.compile(r"(?=\b([A-Za-z]+)[ -]([A-Za-z]+)\b)")
@@ -84,21 +86,27 @@ _FRAMES = (
     re.compile(r"\bat (?:[\w`<>]+\.)+(?P<name>\w+)\([^()\n]*\)"
                r" in (?P<path>[^\n]+?\.(?:cs|fs|vb)):line (?P<line>\d+)"),
     # Ruby: lib/acme/engine.rb:12:in `run' (Ruby 3.4: 'Acme::Engine#run')
-    re.compile(r"(?P<path>[^\s:'\"`]+\.rb):(?P<line>\d+):in [`'](?:[\w:]+[#.])?(?P<name>[\w?!=]+)'"),
+    re.compile(r"(?<![^\s:'\"`])(?P<path>[^\s:'\"`]+\.rb):(?P<line>\d+)"
+               r":in [`'](?:[\w:]+[#.])?(?P<name>[\w?!=]+)'"),
     # Go: acme/engine.(*Engine).Run(0xc000010000)  then, indented,  /src/acme/engine.go:12 +0x1d
-    re.compile(r"(?:[\w./-]+\.)?(?:\(\*?\w+\)\.)?(?P<name>\w+)\([^()\n]*\)"
+    re.compile(r"(?<![\w./-])(?:[\w./-]+\.)?(?:\(\*?\w+\)\.)?(?P<name>\w+)\([^()\n]*\)"
                r"\n[ \t]+(?P<path>[^\s:]+\.go):(?P<line>\d+)"),
     # Rust: 3: acme::engine::Engine::run[::h<hash>]  then, indented,  at ./src/engine.rs:12:5
-    re.compile(r"\d+: (?:[\w<>{} ]+::)*?(?P<name>\w+)(?:::h[0-9a-f]{16})?"
+    re.compile(r"(?<!\d)\d+: (?:[\w<>{} ]+::)*?(?P<name>\w+)(?:::h[0-9a-f]{16})?"
                r"\n[ \t]+at (?P<path>[^\s:]+\.rs):(?P<line>\d+)"),
     # PHP: #0 /var/www/src/Engine.php(12): Acme\Engine->run()
     re.compile(r"#\d+ (?P<path>[^\s()]+\.php)\((?P<line>\d+)\): (?:[\w/]+(?:->|::))?(?P<name>\w+)\("),
     # Elixir: (acme 0.1.0) lib/acme/engine.ex:12: Acme.Engine.run/2
-    re.compile(r"(?P<path>[\w./-]+\.exs?):(?P<line>\d+): (?:[\w.]+\.)?(?P<name>[\w?!]+)/\d+"),
+    re.compile(r"(?<![\w./-])(?P<path>[\w./-]+\.exs?):(?P<line>\d+): (?:[\w.]+\.)?(?P<name>[\w?!]+)/\d+"),
     # gdb (C, C++): #1 0x0000555555555189 in acme::Engine::run (this=0x0) at src/engine.cc:12
     re.compile(r"#\d+ +(?:0x[0-9a-f]+ in )?(?:[\w~]+::)*(?P<name>[\w~]+)"
                r" \([^()\n]*\) at (?P<path>[^\s:]+):(?P<line>\d+)"),
 )
+# A line a query points at in a file without naming its function: a code host's line anchor (GitHub's
+# `compiler.py#L428-L433`, GitLab's `#L428-433`) or `path:line` (a warning's `supervised.py:859:
+# RuntimeWarning`, an agent's `src/app.py:120`). The function holding that line is what the asker saw.
+_LINE_LINK = re.compile(r"(?<![\w./-])/*(?P<path>(?:[\w.-]+/)*[\w.-]+\.[A-Za-z]\w{0,4})"
+                        r"(?:#L|:)(?P<line>\d+)\b")
 # Quoted text of several words in a question is usually an error message copied from the output. A
 # quoted single word or expression (`'order'`, `np.float16`) is no such evidence: issue reports quote
 # dozens, and boosting every chunk holding one cost 0.09 function Recall@10 on bench/issues. An
@@ -160,6 +168,7 @@ class RankingSignals:
     phrase: float = 2.0  # a quoted phrase of the query (an error message) occurs in the chunk
     path_mention: float = 2.0  # the query names the chunk's file (a traceback frame, a path in an issue)
     frame: float = 2.0  # a traceback frame of the query names the chunk's entity in the chunk's file
+    line_link: float = 2.0  # the query points at a line of the chunk's function (`compiler.py#L428`)
     path_penalty: float = 0.5  # tests, examples, docs, benchmarks, compat shims, .d.ts
     prose_penalty: float = 0.5  # prose and config files (Markdown, reST, text, INI, ...) for a code question
     reexport_penalty: float = 0.6  # module-level chunk of an __init__.py / index.ts re-export file
@@ -254,9 +263,23 @@ class Frame:
     line: int | None
 
 
+@dataclass(frozen=True, slots=True)
+class LineLink:
+    """A line of a file the query points at (see _LINE_LINK)."""
+
+    path: str
+    line: int
+
+
 def traceback_frames(query: str) -> tuple[Frame, ...]:
     """The traceback frames a query holds (see _FRAMES): a word query's only."""
     return _Query.of(query).frames
+
+
+def line_links(query: str) -> tuple[LineLink, ...]:
+    """The file lines a query points at that no traceback frame of it names (see _LINE_LINK): a word
+    query's only."""
+    return _Query.of(query).links
 
 
 @dataclass(frozen=True)
@@ -273,6 +296,7 @@ class _Query:
     phrases: tuple[tuple[str, ...], ...]  # per quoted phrase: itself, or its PHRASE_WINDOW_WORDS windows
     paths: tuple[str, ...]  # file paths the query names, without a leading "/" or "./"
     frames: tuple[Frame, ...]  # the traceback frames the query holds
+    links: tuple[LineLink, ...]  # the file lines it points at, beside its frames
     word_share: float  # how much one query word counts: 1 up to SHORT_QUERY_WORDS words, then less
     diversity_share: float  # how strongly further chunks of a ranked file are damped: less in long queries
 
@@ -303,6 +327,7 @@ class _Query:
                   "diversity_share": _diversity_share(len(words))}
         if not is_symbol_query(stripped):
             slashed = stripped.replace("\\", "/")  # a Windows traceback's paths (C:\envs\...\query.py)
+            frames = _frames(slashed)
             return cls(stripped.lower(), words, None, "", "",
                        mentions=tuple("." + m.lower() for m in mentioned_symbols(query)),
                        # a report's hyphens join paths and pasted code ("site-packages"), not words
@@ -310,12 +335,12 @@ class _Query:
                        phrases=_phrases(stripped),
                        paths=tuple(dict.fromkeys(_LEADING_ROOT.sub("", path)
                                                  for path in _PATH_WORD.findall(slashed))),
-                       frames=_frames(slashed),
+                       frames=frames, links=_links(slashed, frames),
                        **shares)
         parts = [p for p in re.split(r"\.|::|#|->", stripped.removesuffix("()")) if p]
         dotted = "." + ".".join(parts).lower() if len(parts) > 1 else ""
         return cls(stripped.lower(), words, frozenset(tokenize(" ".join(parts))), parts[-1], dotted,
-                   mentions=(), joined=frozenset(), phrases=(), paths=(), frames=(), **shares)
+                   mentions=(), joined=frozenset(), phrases=(), paths=(), frames=(), links=(), **shares)
 
 
 def _reads_as_report(words: Collection[str], stripped: str) -> bool:
@@ -367,6 +392,14 @@ def _frames(query: str) -> tuple[Frame, ...]:
     return tuple(dict.fromkeys(Frame(_LEADING_ROOT.sub("", m["path"]), m["name"],
                                      int(m["line"]) if "line" in m.groupdict() else None)
                                for m in found))
+
+
+def _links(query: str, frames: Sequence[Frame]) -> tuple[LineLink, ...]:
+    """The file lines the query points at (paths without a leading root), each once, but those its
+    frames name with their function (`File x.py:12, in run`, `at run (x.js:12:5)`)."""
+    found = (LineLink(_LEADING_ROOT.sub("", m["path"]), int(m["line"])) for m in _LINE_LINK.finditer(query))
+    return tuple(link for link in dict.fromkeys(found)
+                 if not any(frame.line == link.line and same_file(frame.path, link.path) for frame in frames))
 
 
 def _phrases(query: str) -> tuple[tuple[str, ...], ...]:
@@ -433,6 +466,10 @@ def _signal_factor(candidate: Candidate, query: _Query, signals: RankingSignals,
             factor *= signals.path_mention
         if any(frame.name == entity.name and same_file(chunk.path, frame.path) for frame in query.frames):
             factor *= signals.frame
+        if entity.kind in CALLABLE_KINDS and any(
+                entity.start_line <= link.line <= entity.end_line and same_file(chunk.path, link.path)
+                for link in query.links):
+            factor *= signals.line_link
     if penalised:
         factor *= signals.path_penalty
     if reexport and entity.parent_id is None:

@@ -272,6 +272,15 @@ class Store:
             "SELECT path, language, content_hash, size, mtime, line_count FROM files")
         return {row[0]: FileRecord(*row) for row in rows}
 
+    def files_named(self, cited: str, limit: int) -> list[str]:
+        """Up to `limit` indexed files a cited path names, in path order: the path itself, or either
+        holding more leading folders (the rule of paths.same_file)."""
+        rows = self.connection.execute(
+            "SELECT path FROM files WHERE path = ?1 OR substr(path, -length(?2)) = ?2 "
+            "OR substr(?1, -length(path) - 1) = '/' || path ORDER BY path LIMIT ?3",
+            (cited, "/" + cited, limit))
+        return [row[0] for row in rows]
+
     def entity_keys_by_file(self, paths: Iterable[str]) -> dict[str, set[EntityKey]]:
         """What reference resolution reads of the entities each of the given files defines."""
         found: dict[str, set[EntityKey]] = {}

@@ -16,6 +16,7 @@ from knowcode.indexing.indexer import CONTENT_GENERATION_KEY
 from knowcode.models import EntityKind, RetrievalMode, SearchHit
 from knowcode.retrieval.embeddings import EmbeddingProvider, StaticEmbeddingProvider, Vectors
 from knowcode.retrieval.orchestrator import (
+    LINKED_FILES_MAX,
     MAX_LIMIT,
     NO_KEYWORD_MATCH,
     PER_ENTITY_TOKEN_CAP,
@@ -499,6 +500,25 @@ def test_a_frames_line_picks_its_function_among_those_of_one_name_in_its_file(fr
     names = {h.qualified_name for h in frame_kc.search(report, limit=10)}
     assert "app.runner.Slow.collect" in names
     assert "app.runner.Fast.collect" not in names
+
+
+@pytest.mark.parametrize(("line_link", "found"), [(RankingSignals().line_link, True), (1.0, False)])
+def test_the_function_a_line_link_points_at_is_a_candidate_whatever_its_words(
+        frame_kc: KnowCode, line_link: float, found: bool) -> None:
+    report = FRAME_REPORT.split("Traceback")[0] + "It goes wrong in app/runner.py#L8 (see there).\n"
+    for orchestrator in _orchestrator(frame_kc, None, signals=RankingSignals(line_link=line_link)):
+        names = {h.qualified_name for h in orchestrator.retrieve(report, limit_entities=10).hits}
+        assert ("app.runner.Slow.collect" in names) is found
+        assert "app.runner.Fast.collect" not in names
+
+
+def test_a_line_link_whose_path_many_files_share_names_none(tmp_path_factory: pytest.TempPathFactory) -> None:
+    repo = {f"pkg{i}/util.py": f"def helper_{i}():\n    return {i}\n" for i in range(LINKED_FILES_MAX + 1)}
+    for kc in _indexed(tmp_path_factory, "shared-name", repo):
+        for orchestrator in _orchestrator(kc, None):
+            assert orchestrator._linked("It goes wrong in util.py#L2.") == []
+            [linked] = orchestrator._linked("It goes wrong in pkg3/util.py#L2.")
+            assert linked.qualified_name == "pkg3.util.helper_3"
 
 
 def test_a_packed_chunk_is_answered_by_the_member_that_matches(many_kc: KnowCode) -> None:

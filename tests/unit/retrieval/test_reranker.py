@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from knowcode.models import Chunk, Entity, EntityKind
+from knowcode.retrieval import reranker
 from knowcode.retrieval.reranker import (
     CALL_SEEDS,
     DEFAULT_TOP_K_MULTIPLIER,
@@ -17,6 +21,7 @@ from knowcode.retrieval.reranker import (
     Candidate,
     RankingSignals,
     is_symbol_query,
+    line_links,
     mentioned_symbols,
     reads_calls,
     reads_tokens,
@@ -337,6 +342,76 @@ def test_a_path_the_query_names(query: str, path: str, expected: float) -> None:
 ])
 def test_a_traceback_frame_names_its_function(query: str, path: str, name: str, expected: float) -> None:
     assert _factor(query, _candidate(path=path, name=name), frame=2.0) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("query", "links"), [
+    ("Composed queries break (see compiler.py#L428-L433).", [("compiler.py", 428)]),  # GitHub
+    ("https://github.com/o/r/blob/abc/src/engine.py#L12", [("github.com/o/r/blob/abc/src/engine.py", 12)]),
+    ("gitlab: src/pkg/engine.py#L12-20", [("src/pkg/engine.py", 12)]),
+    ("supervised.py:859: RuntimeWarning: overflow encountered", [("supervised.py", 859)]),  # a warning
+    ("the check in ./src/app.py:120 is wrong", [("src/app.py", 120)]),
+    ("File ~/envs/pkg/engine.py:340, in Engine.run(self, obj)", []),  # a frame names it, with its function
+    ("at Engine.run (/app/src/pkg/engine.js:12:5)", []),
+    ("see http://localhost:8000 and 127.0.0.1:8000 at 12:30", []),
+])
+def test_a_line_the_query_links_to(query: str, links: list[tuple[str, int]]) -> None:
+    assert [(link.path, link.line) for link in line_links(query)] == links
+
+
+@pytest.mark.parametrize(("query", "kind", "expected"), [
+    ("see engine.py#L12", EntityKind.FUNCTION, 2.0),
+    ("see pkg/core/engine.py:12", EntityKind.METHOD, 2.0),
+    ("see engine.py#L21", EntityKind.FUNCTION, 1.0),  # another function of the file
+    ("see other.py#L12", EntityKind.FUNCTION, 1.0),  # another file
+    ("see engine.py#L12", EntityKind.CLASS, 1.0),  # the class around it: the innermost is meant
+])
+def test_a_line_link_lifts_the_function_holding_its_line(query: str, kind: EntityKind,
+                                                         expected: float) -> None:
+    candidate = _candidate(path="pkg/core/engine.py", kind=kind)
+    candidate = replace(candidate, entity=replace(candidate.entity, start_line=10, end_line=20))
+    assert _factor(query, candidate, line_link=2.0) == pytest.approx(expected)
+
+
+# The path and frame patterns as first written, which tried a match at every character of a run and
+# scanned the rest of it each time (a 20,000-digit or dotted run in a report took seconds); the anchored
+# patterns must find exactly what these find.
+_UNANCHORED = {
+    "path": re.compile(r"(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w{0,4}\b|\b[\w-]+\.(?:py|rb|go|rs|ex)\b"),
+    "ruby": re.compile(r"(?P<path>[^\s:'\"`]+\.rb):(?P<line>\d+):in [`'](?:[\w:]+[#.])?(?P<name>[\w?!=]+)'"),
+    "go": re.compile(r"(?:[\w./-]+\.)?(?:\(\*?\w+\)\.)?(?P<name>\w+)\([^()\n]*\)\n[ \t]+(?P<path>[^\s:]+\.go)"
+                     r":(?P<line>\d+)"),
+    "rust": re.compile(r"\d+: (?:[\w<>{} ]+::)*?(?P<name>\w+)(?:::h[0-9a-f]{16})?"
+                       r"\n[ \t]+at (?P<path>[^\s:]+\.rs):(?P<line>\d+)"),
+    "elixir": re.compile(r"(?P<path>[\w./-]+\.exs?):(?P<line>\d+): (?:[\w.]+\.)?(?P<name>[\w?!]+)/\d+"),
+}
+_PIECES = st.lists(st.sampled_from(["a", "x1", "9", "12", ".", "/", "-", "_", ".py", ".rb", ".go", ".rs",
+                                     ".ex", ":", ": ", ":in `", "'", " ", "\n", "\n\t", "(", ")", "(*T)",
+                                     "::", " at "]), max_size=20).map("".join)
+# Real frames, glued to random text on either side.
+_FRAME_TEXTS = st.sampled_from(["/app/lib/acme/engine.rb:12:in `run'",
+                                "acme/e.(*E).Run(0xc0)\n\t/u/e.go:42 +0x1d",
+                                "4: acme::engine::run\n    at ./src/engine.rs:9:5",
+                                "lib/acme/e.ex:7: Acme.E.run/2"])
+
+
+def _frame_pattern(ending: str) -> re.Pattern[str]:
+    return next(p for p in reranker._FRAMES if ending in p.pattern)
+
+
+@given(st.tuples(_PIECES, _FRAME_TEXTS | st.just(""), _PIECES).map("".join))
+def test_anchored_path_and_frame_patterns_find_what_the_unanchored_ones_found(text: str) -> None:
+    text = re.sub("/+", "/", text)  # a run of slashes: the anchored path starts before it, not after it
+    text = re.sub(r"(\.(?:py|rb|go|rs|ex))-", r"\1 ", text)  # `b.rb` glued to `a.py-` is read no longer
+    endings = (".py", ".rb", ".go", ".rs", ".ex")
+
+    def names(found: list[str]) -> set[str]:  # each once, as the query reads them; `-.py` names nothing
+        return {path for path in (reranker._LEADING_ROOT.sub("", m) for m in found)
+                if path.endswith(endings) and not path.startswith(".")}
+
+    assert names(reranker._PATH_WORD.findall(text)) == names(_UNANCHORED["path"].findall(text))
+    for name, ending in (("ruby", r"\.rb)"), ("go", r"\.go)"), ("rust", r"\.rs)"), ("elixir", r"\.exs?)")):
+        anchored = [m.groupdict() for m in _frame_pattern(ending).finditer(text)]
+        assert anchored == [m.groupdict() for m in _UNANCHORED[name].finditer(text)], name
 
 
 @pytest.mark.parametrize(("query", "line"), [
