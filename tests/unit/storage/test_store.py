@@ -177,6 +177,22 @@ def test_chunk_languages_are_their_entities(tmp_path: Path) -> None:
     store.close()
 
 
+def test_the_files_a_cited_path_names(tmp_path: Path) -> None:
+    paths = ["pkg/sql/compiler.py", "pkg/mysql/compiler.py", "pkg/xcompiler.py", "compiler.py", "b.py"]
+    store = Store.open(tmp_path)
+    with store.transaction():
+        store.insert([dataclasses.replace(RECORD, path=path) for path in paths], [], [])
+    assert store.files_named("compiler.py", 5) == ["compiler.py", "pkg/mysql/compiler.py",
+                                                   "pkg/sql/compiler.py"]
+    assert store.files_named("compiler.py", 2) == ["compiler.py", "pkg/mysql/compiler.py"]
+    # either path may hold more folders: cited with fewer than stored, or with more (a link's host and rev)
+    assert store.files_named("sql/compiler.py", 5) == ["compiler.py", "pkg/sql/compiler.py"]
+    assert store.files_named("github.com/o/r/blob/1a2b/pkg/sql/compiler.py", 5) == [
+        "compiler.py", "pkg/sql/compiler.py"]
+    assert store.files_named("piler.py", 5) == []
+    store.close()
+
+
 def test_chunk_tokens_are_what_bm25_indexed(tmp_path: Path) -> None:
     chunks = [Chunk("c1", "a.py", "m", 1, 2, "def f(): pass", "a.py f", "def f pass"),
               Chunk("c2", "a.py", "m", 3, 4, "x = 1", "a.py x", "x")]
