@@ -10,7 +10,7 @@ from pathlib import Path
 from knowcode.indexing.chunker import chunk_file
 from knowcode.indexing.entity_ids import module_name, stable_id
 from knowcode.indexing.languages import header_language, spec_for
-from knowcode.indexing.parser import ParsedSource, parse_source
+from knowcode.indexing.parser import ParsedSource, ParseTimeout, parse_source
 from knowcode.indexing.scanner import BINARY_SNIFF_BYTES, ScannedFile
 from knowcode.models import Entity, EntityKind, FileRecord
 from knowcode.storage.store import (
@@ -61,6 +61,18 @@ def _plain_text(path: str, language: str, text: str, line_count: int, dotted: st
     return ParsedSource((module,), (), {module.id: paragraph_starts}, {})
 
 
+def _parsed(scanned: ScannedFile, language: str, data: bytes, text: str, line_count: int) -> ParsedSource:
+    """The file's entities and references; its text alone without a grammar or when its parse was
+    abandoned (it is still searched, as a file without a grammar is)."""
+    spec = spec_for(language)
+    if spec is not None:
+        try:
+            return parse_source(scanned.path, language, data, spec, scanned.module)
+        except ParseTimeout:
+            pass
+    return _plain_text(scanned.path, language, text, line_count, scanned.module)
+
+
 def parse_file(root: Path, scanned: ScannedFile) -> ParsedFile | FileFailure:
     """Read, hash, parse and chunk one file; never raises for a bad file.
 
@@ -82,12 +94,8 @@ def parse_file(root: Path, scanned: ScannedFile) -> ParsedFile | FileFailure:
     line_count = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
     language = header_language(scanned.language, scanned.path, text)
     record = FileRecord(scanned.path, language, content_hash(data), len(data), scanned.mtime, line_count)
-    spec = spec_for(language)
     try:
-        if spec is None:
-            parsed = _plain_text(scanned.path, language, text, line_count, scanned.module)
-        else:
-            parsed = parse_source(scanned.path, language, data, spec, scanned.module)
+        parsed = _parsed(scanned, language, data, text, line_count)
         chunks = chunk_file(scanned.path, text, parsed.entities, parsed.split_lines, parsed.lead_lines)
     except Exception as err:  # one bad file must never stop the run; it is reported instead
         return FileFailure(scanned.path, f"parser error: {type(err).__name__}: {err}")

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import bisect
 import re
+import time
 from dataclasses import dataclass, field
 from functools import cache
 
-from tree_sitter import Language, Node, Parser, Query, QueryCursor
+from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
 
 from knowcode.indexing.entity_ids import module_name, stable_id
 from knowcode.indexing.languages.base import LanguageSpec
@@ -46,6 +47,19 @@ _CONTAINS, _IMPORTS, _CALLS, _INHERITS = (kind.value for kind in (
 _DEFINITION_PREFIX = "definition."
 _DEFINITION_KINDS = {f"{_DEFINITION_PREFIX}{kind.value}": kind for kind in EntityKind}
 _REFERENCE_KINDS = {f"reference.{kind}": kind for kind in ("import", "call", "inherits")}
+
+
+# The slowest a parse may go before it is abandoned: tree-sitter parses ~5-14 MB/s (abseil's C++, pydantic's
+# Python), but its error recovery is superlinear on some inputs (a Lua file of 300 KB of punctuation runs
+# took 106 s). A hundredth of the usual speed, with a floor for small files: the scanner's 1 MiB cap gets
+# ~10 s, that Lua file 3 s.
+PARSE_BYTES_PER_SECOND_MIN = 100_000
+PARSE_SECONDS_MIN = 1.0
+_READ_BYTES = 1 << 16  # what tree-sitter is handed per read
+
+
+class ParseTimeout(Exception):
+    """A parse slower than PARSE_BYTES_PER_SECOND_MIN was abandoned."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,6 +355,23 @@ def _through_receiver(definition: _Definition) -> bool:
     return False
 
 
+def _parse(parser: Parser, source: bytes) -> Tree:
+    """The source's tree, or ParseTimeout when parsing it takes longer than its size allows.
+
+    tree-sitter reports progress only while it reads through a callback, so the source is handed over in
+    slices; a tree read that way reads every node's text through the callback again (parse_source took
+    twice as long on pydantic), so it is parsed once more from the bytes, reusing every node of the
+    first tree (both parses together cost what one from the bytes does)."""
+    budget = max(PARSE_SECONDS_MIN, len(source) / PARSE_BYTES_PER_SECOND_MIN)
+    deadline = time.monotonic() + budget
+    try:
+        tree = parser.parse(lambda offset, _: source[offset:offset + _READ_BYTES],
+                            progress_callback=lambda *_: time.monotonic() > deadline)
+    except ValueError as err:  # "Parsing failed": the callback cancelled it
+        raise ParseTimeout(f"parsing took over {budget:.1f} s") from err
+    return parser.parse(source, old_tree=tree)
+
+
 def parse_source(path: str, language: str, source: bytes, spec: LanguageSpec,
                  dotted_name: str | None = None) -> ParsedSource:
     """Parse one file into its module entity, nested definitions and unresolved references.
@@ -353,7 +384,7 @@ def parse_source(path: str, language: str, source: bytes, spec: LanguageSpec,
     :return: entities in source order (module first), references, and split lines per entity.
     """
     parser, query = _compiled(spec)
-    tree = parser.parse(source)
+    tree = _parse(parser, source)
     matches = QueryCursor(query).matches(tree.root_node)
     name, dotted = module_name(path)
     dotted = dotted_name or dotted

@@ -1,10 +1,15 @@
-"""One file read, parsed and chunked: the language a header is parsed as."""
+"""One file read, parsed and chunked: the language a header is parsed as, a parse that takes too long."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from knowcode.indexing import parser
 from knowcode.indexing.file_parser import ParsedFile, parse_file
+from knowcode.indexing.languages import spec_for
+from knowcode.indexing.parser import ParseTimeout, parse_source
 from knowcode.indexing.scanner import ScannedFile
 
 HEADER = """#pragma once
@@ -17,9 +22,9 @@ class Span : public Base {
 """
 
 
-def _parse(tmp_path: Path, name: str, text: str) -> ParsedFile:
+def _parse(tmp_path: Path, name: str, text: str, language: str = "c") -> ParsedFile:
     (tmp_path / name).write_text(text)
-    parsed = parse_file(tmp_path, ScannedFile(name, "c", len(text), 0.0, name.split(".")[0]))
+    parsed = parse_file(tmp_path, ScannedFile(name, language, len(text), 0.0, name.split(".")[0]))
     assert isinstance(parsed, ParsedFile)
     return parsed
 
@@ -35,3 +40,28 @@ def test_a_cpp_header_named_c_is_parsed_and_recorded_as_cpp(tmp_path: Path) -> N
 def test_a_c_header_stays_c(tmp_path: Path) -> None:
     parsed = _parse(tmp_path, "point.h", "struct point { int x, y; };\nint area(const struct point *p);\n")
     assert parsed.record.language == "c"
+
+
+# Long enough that tree-sitter reports progress (and so may be stopped) several times while parsing it.
+MANY_FUNCTIONS = "".join(f"def handler_{i}(request):\n    return respond(request, {i})\n\n\n"
+                         for i in range(3000))
+
+
+def _no_time_to_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parser, "PARSE_SECONDS_MIN", 0.0)
+    monkeypatch.setattr(parser, "PARSE_BYTES_PER_SECOND_MIN", float("inf"))
+
+
+def test_a_parse_slower_than_its_budget_is_abandoned(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert len(parse_source("app.py", "python", MANY_FUNCTIONS.encode(), spec_for("python")).entities) == 3001
+    _no_time_to_parse(monkeypatch)
+    with pytest.raises(ParseTimeout):
+        parse_source("app.py", "python", MANY_FUNCTIONS.encode(), spec_for("python"))
+
+
+def test_a_file_whose_parse_is_abandoned_is_still_indexed_as_text(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    _no_time_to_parse(monkeypatch)
+    parsed = _parse(tmp_path, "app.py", MANY_FUNCTIONS, language="python")
+    assert [row[2] for row in parsed.entities] == ["module"]
+    assert parsed.chunks and "handler_2999" in parsed.chunks[-1][5]  # every line is still in a chunk
