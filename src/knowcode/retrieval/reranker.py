@@ -72,6 +72,8 @@ _WRITTEN_APART = re.compile(r"(?=\b([A-Za-z]+)[ -]([A-Za-z]+)\b)")
 _FRAMES = (
     # Python: File "pkg/core.py", line 12, in run
     re.compile(r'File "(?P<path>[^"\n]+)", line (?P<line>\d+), in (?P<name>[A-Za-z_]\w*)'),
+    # pytest (--tb=long, short): pkg/core.py:12: in run
+    re.compile(r"(?<![\w./-])(?P<path>[\w./-]+\.py):(?P<line>\d+): in (?P<name>[A-Za-z_]\w*)"),
     # IPython up to 7: pkg/core.py in run(self, x)
     re.compile(r"^[ \t]*(?P<path>\S+\.py) in (?P<name>[A-Za-z_]\w*)\(", re.MULTILINE),
     # IPython 8 on: File pkg/core.py:12, in Engine.run(self, x)

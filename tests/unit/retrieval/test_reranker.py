@@ -318,6 +318,8 @@ def test_a_path_the_query_names(query: str, path: str, expected: float) -> None:
     ("TypeError: x\n    at Engine.run (/app/src/pkg/engine.js:12:5)", "src/pkg/engine.js", "run", 2.0),
     ("java.lang.NullPointerException\n\tat com.acme.Engine.run(Engine.java:42)", "src/com/acme/Engine.java",
      "run", 2.0),
+    ("src/pkg/core/engine.py:88: in run\n    return self.step()\nE   KeyError: 'x'",  # pytest
+     "pkg/core/engine.py", "run", 2.0),
     ("----> 1 print(q)\n/srv/site-packages/pkg/core/engine.py in run(self, sql)\n    85 else:",  # IPython 7
      "pkg/core/engine.py", "run", 2.0),
     ("File ~/envs/site-packages/pkg/core/engine.py:340, in Engine.run(self, obj)",  # IPython 8
@@ -352,6 +354,7 @@ def test_a_traceback_frame_names_its_function(query: str, path: str, name: str, 
     ("the check in ./src/app.py:120 is wrong", [("src/app.py", 120)]),
     ("File ~/envs/pkg/engine.py:340, in Engine.run(self, obj)", []),  # a frame names it, with its function
     ("at Engine.run (/app/src/pkg/engine.js:12:5)", []),
+    ("src/pkg/engine.py:88: in run", []),  # pytest's frame
     ("see http://localhost:8000 and 127.0.0.1:8000 at 12:30", []),
 ])
 def test_a_line_the_query_links_to(query: str, links: list[tuple[str, int]]) -> None:
@@ -416,6 +419,7 @@ def test_anchored_path_and_frame_patterns_find_what_the_unanchored_ones_found(te
 
 @pytest.mark.parametrize(("query", "line"), [
     ('File "/srv/pkg/engine.py", line 3, in run', 3),
+    ("pkg/engine.py:3: in run", 3),
     ("at Engine.run (/app/src/pkg/engine.js:12:5)", 12),
     ("\tat com.acme.Engine.run(Engine.java:42)", 42),
     ("/srv/pkg/engine.py in run(self, sql)", None),  # IPython 7 prints no line on the frame
