@@ -6,7 +6,8 @@ seconds on 20,000 characters. This times, for each kind of run (`RUNS`):
 
 - a query made of a short question and the run, classified and searched in an existing index
   (`--tree`, `--store`; median of `--repeats` searches);
-- a cold `index()` of a tree holding each run in a Python, a JavaScript and a Markdown file (`--index`).
+- a cold `index()` of a tree holding each run in a Python, a JavaScript and a Markdown file (`--index`),
+  and of one file of each parsed language holding every run (`--languages`).
 
 Two codes are compared by running this with each on PYTHONPATH in turn (the JSON records which code ran):
 
@@ -23,9 +24,11 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import knowcode
+from knowcode.indexing.languages import GRAMMARS
 from knowcode.llm.query_classifier import classify
 
 RUN_CHARS = 20_000  # a pasted blob of a report; quadratic patterns took 1-23 s on runs this long
@@ -62,27 +65,41 @@ def _search_times(tree: Path, store: Path, chars: int, repeats: int) -> dict[str
     found = {}
     for kind, run in RUNS.items():
         query = QUESTION + run(chars)
-        found[kind] = {"classify_ms": _median_ms(lambda: classify(query), repeats),
-                       "search_ms": _median_ms(lambda: engine.search(query, limit=10), repeats)}
+        found[kind] = {"classify_ms": _median_ms(partial(classify, query), repeats),
+                       "search_ms": _median_ms(partial(engine.search, query, limit=10), repeats)}
     engine.close()
     return found
 
 
-def _index_time(chars: int) -> dict[str, object]:
+def _write_runs(tree: Path, chars: int) -> None:
+    """Each run in a Python, a JavaScript and a Markdown file, as a docstring, a comment and a string."""
+    for kind, run in RUNS.items():
+        text, name = run(chars), kind.replace(" ", "_")
+        python = f'def f():\n    """{text}"""\n    return 1\n# {text}\nX = "{text}"\n'
+        (tree / f"{name}.py").write_text(python)
+        (tree / f"{name}.js").write_text(f'function f() {{ return "{text}"; }}\n// {text}\nvar x = 1;\n')
+        (tree / f"{name}.md").write_text(f"# Title\n\n{text}\n")
+
+
+def _write_languages(tree: Path, chars: int) -> None:
+    """Every run, one per line, in one file of each parsed language: error recovery on such a file is
+    where a grammar is slowest."""
+    text = "x\n" + "\n".join(run(chars) for run in RUNS.values()) + "\n"
+    for extension in sorted({extension for spec in GRAMMARS.values() for extension in spec.extensions}):
+        (tree / f"runs{extension}").write_text(text)
+
+
+def _index_time(chars: int, write: Callable[[Path, int], None]) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as folder:
         tree = Path(folder) / "tree"
         tree.mkdir()
-        for kind, run in RUNS.items():
-            text, name = run(chars), kind.replace(" ", "_")
-            (tree / f"{name}.py").write_text(f'def f():\n    """{text}"""\n    return 1\n# {text}\nX = "{text}"\n')
-            (tree / f"{name}.js").write_text(f'function f() {{ return "{text}"; }}\n// {text}\nvar x = 1;\n')
-            (tree / f"{name}.md").write_text(f"# Title\n\n{text}\n")
+        write(tree, chars)
         engine = knowcode.open(tree, store=Path(folder) / "index")
         started = time.perf_counter()
         engine.index()
         seconds = time.perf_counter() - started
         engine.close()
-        return {"files": 3 * len(RUNS), "cold_index_s": round(seconds, 2)}
+        return {"files": len(list(tree.iterdir())), "cold_index_s": round(seconds, 2)}
 
 
 def main() -> None:
@@ -92,6 +109,8 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, help="a repository's work tree, to search in")
     parser.add_argument("--store", type=Path, help="its index folder")
     parser.add_argument("--index", action="store_true", help="also time a cold index of the runs' files")
+    parser.add_argument("--languages", action="store_true",
+                        help="also time a cold index of every run in one file of each parsed language")
     parser.add_argument("--chars", type=int, default=RUN_CHARS, help="characters of each run")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, help="a JSON-lines file to append the result to")
@@ -103,7 +122,9 @@ def main() -> None:
     if args.tree is not None:
         result["search"] = _search_times(args.tree, args.store, args.chars, args.repeats)
     if args.index:
-        result["index"] = _index_time(args.chars)
+        result["index"] = _index_time(args.chars, _write_runs)
+    if args.languages:
+        result["languages"] = _index_time(args.chars, _write_languages)
     if args.out is not None:
         with args.out.open("a", encoding="utf-8") as out:
             out.write(json.dumps(result) + "\n")
