@@ -296,7 +296,7 @@ class _Query:
     mentions: tuple[str, ...]  # code words of a word query, lower-cased, with a leading dot
     joined: frozenset[str]  # the tokens of a question's pairs of words written apart, as one word
     phrases: tuple[tuple[str, ...], ...]  # per quoted phrase: itself, or its PHRASE_WINDOW_WORDS windows
-    paths: tuple[str, ...]  # file paths the query names, without a leading "/" or "./"
+    paths: tuple[str, ...]  # file paths the query names, without a leading "/", "./" or "-"
     frames: tuple[Frame, ...]  # the traceback frames the query holds
     links: tuple[LineLink, ...]  # the file lines it points at, beside its frames
     word_share: float  # how much one query word counts: 1 up to SHORT_QUERY_WORDS words, then less
