@@ -399,9 +399,12 @@ def _frames(query: str) -> tuple[Frame, ...]:
 def _links(query: str, frames: Sequence[Frame]) -> tuple[LineLink, ...]:
     """The file lines the query points at (paths without a leading root), each once, but those its
     frames name with their function (`File x.py:12, in run`, `at run (x.js:12:5)`)."""
+    framed: dict[int | None, list[str]] = {}  # a frame's line -> the paths of the frames naming it
+    for frame in frames:  # looked up by line: a pasted log of thousands of frames and links stays linear
+        framed.setdefault(frame.line, []).append(frame.path)
     found = (LineLink(_LEADING_ROOT.sub("", m["path"]), int(m["line"])) for m in _LINE_LINK.finditer(query))
     return tuple(link for link in dict.fromkeys(found)
-                 if not any(frame.line == link.line and same_file(frame.path, link.path) for frame in frames))
+                 if not any(same_file(path, link.path) for path in framed.get(link.line, ())))
 
 
 def _phrases(query: str) -> tuple[tuple[str, ...], ...]:
