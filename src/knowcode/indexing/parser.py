@@ -369,6 +369,13 @@ def _parse(parser: Parser, source: bytes) -> Tree:
                             progress_callback=lambda *_: time.monotonic() > deadline)
     except ValueError as err:  # "Parsing failed": the callback cancelled it
         raise ParseTimeout(f"parsing took over {budget:.1f} s") from err
+    except SystemError as err:
+        # Ctrl-C or SIGTERM (raised like it by the CLI) arriving while tree-sitter calls back comes out
+        # wrapped in a SystemError: re-raised as itself, so the run stops rather than report the file
+        # as unparsable and go on.
+        if isinstance(err.__cause__, BaseException) and not isinstance(err.__cause__, Exception):
+            raise err.__cause__ from None
+        raise
     return parser.parse(source, old_tree=tree)
 
 

@@ -65,3 +65,23 @@ def test_a_file_whose_parse_is_abandoned_is_still_indexed_as_text(tmp_path: Path
     parsed = _parse(tmp_path, "app.py", MANY_FUNCTIONS, language="python")
     assert [row[2] for row in parsed.entities] == ["module"]
     assert parsed.chunks and "handler_2999" in parsed.chunks[-1][5]  # every line is still in a chunk
+
+
+class _InterruptedRead(bytes):
+    """A source whose third read by tree-sitter is interrupted, as Ctrl-C interrupts a parse."""
+
+    reads = 0
+
+    def __getitem__(self, key: object) -> bytes:  # type: ignore[override]
+        _InterruptedRead.reads += 1
+        if _InterruptedRead.reads == 3:
+            raise KeyboardInterrupt
+        return bytes(self).__getitem__(key)  # type: ignore[arg-type]
+
+
+def test_an_interrupt_during_a_parse_stops_it_as_itself() -> None:
+    # tree-sitter wraps an exception raised in its read callback in a SystemError, which parse_file
+    # would report as a bad file and go on; the interrupt must reach the run instead
+    source = _InterruptedRead((MANY_FUNCTIONS * 20).encode())
+    with pytest.raises(KeyboardInterrupt):
+        parse_source("app.py", "python", source, spec_for("python"))
