@@ -56,6 +56,20 @@ _IMPORTED_WORDS = re.compile(r"^[ \t>]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+[(
 _NOT_NAMES = frozenset({"if", "for", "while", "switch", "catch", "return", "function", "super", "typeof",
                         "sizeof", "await", "yield", "assert", "print", "with", "elif", "not", "and", "or",
                         "in", "is", "as", "lambda", "new", "delete", "throw", "case", "do", "else"})
+# A bare call of a built-in (`open(path)`, `list(a)`, `require('x')`) names the language's function, not
+# the repository's methods of that name (`Storage.open`, `Permutation.list`): reproductions call them
+# everywhere. Written in backquotes or dotted (`Storage.open`), the name still counts.
+_BUILTIN_CALLS = frozenset({
+    # Python's built-in functions and types
+    "abs", "all", "any", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr", "classmethod",
+    "compile", "complex", "delattr", "dict", "dir", "divmod", "enumerate", "eval", "exec", "filter",
+    "float", "format", "frozenset", "getattr", "globals", "hasattr", "hash", "hex", "id", "input", "int",
+    "isinstance", "issubclass", "iter", "len", "list", "locals", "map", "max", "min", "next", "object",
+    "oct", "open", "ord", "pow", "property", "range", "repr", "reversed", "round", "set", "setattr",
+    "slice", "sorted", "staticmethod", "str", "sum", "tuple", "type", "vars", "zip",
+    # JavaScript's globals
+    "require", "setTimeout", "setInterval", "clearTimeout", "clearInterval", "parseInt", "parseFloat",
+    "String", "Number", "Boolean", "Array", "Object", "Symbol", "Promise", "Error"})
 # A file path a question names (a traceback frame, "see django/db/models/query.py"): folders and a
 # file with an extension, or a bare file name with a code extension. Each branch is tried only where a
 # run of its characters starts (a later start inside the run finds the same tail or nothing): tried at
@@ -248,7 +262,8 @@ def mentioned_symbols(query: str) -> tuple[str, ...]:
     if is_symbol_query(stripped):
         return (stripped.removesuffix("()"),)
     written = [m.strip(".") for m in _CODE_WORD.findall(stripped)]
-    written += [called or quoted for called, quoted in _CALLED_WORD.findall(stripped)]
+    written += [called or quoted for called, quoted in _CALLED_WORD.findall(stripped)
+                if called not in _BUILTIN_CALLS]
     written += [name.split()[0] for names in _IMPORTED_WORDS.findall(stripped)
                 for name in names.split(",") if name.strip()]
     # a dunder (`__repr__`) is a protocol every class may define: it names none of them

@@ -442,7 +442,11 @@ def test_a_traceback_frame_keeps_its_line(query: str, line: int | None) -> None:
     ("why does `jsonify` drop keys?", ["jsonify"]),  # in backquotes
     ("from pkg.models import (Window, F as Frame)\nimport os", ["pkg.models", "Window", "F", "os"]),
     ("import { Window, Lag as L } from './window'", ["Window", "Lag"]),
-    ("if (ready) { super().run(x); print(len(x)) }", ["len"]),  # keywords and builtins of syntax
+    ("if (ready) { super().run(x); print(x) }", []),  # keywords and builtins of syntax
+    # a bare call of a built-in names the language's function, not the repository's `Storage.open`;
+    # dotted or in backquotes the name counts
+    ("with open(path) as f: list(f); require('x')", []),
+    ("Storage.open() differs from `open`", ["Storage.open", "open"]),
     ("the __repr__() output and `__init__`", []),  # a protocol every class defines names none
     ("a function (see below) and some words", []),  # prose: a space before the parenthesis
 ])
