@@ -15,6 +15,7 @@ from knowcode.retrieval import reranker
 from knowcode.retrieval.reranker import (
     CALL_SEEDS,
     DEFAULT_TOP_K_MULTIPLIER,
+    MENTION_NAMESAKES,
     QUESTION_TOKENS,
     RECENT_SECONDS,
     SHORT_QUERY_WORDS,
@@ -101,6 +102,39 @@ MENTION_REPORT = MENTION_QUESTION + " " + " ".join(f"logline{i}" for i in range(
 def test_named_code_s_definition_counts_in_short_queries_and_reports(query: str, expected: float) -> None:
     candidate = _candidate(qualified="pkg.engine.run")
     assert _factor(query, candidate, mention=2.0) == pytest.approx(expected)
+
+
+def _definition(qualified: str, path: str = "pkg/core.py", line: int = 1,
+                kind: EntityKind = EntityKind.FUNCTION) -> Candidate:
+    """A candidate defining `qualified` at `line`, with an id of its own."""
+    name = qualified.rsplit(".", 1)[-1]
+    entity = Entity(f"{path}:{qualified}:{line}", path, kind, name, qualified, "m", line, line + 2, "", "",
+                    "python")
+    chunk = Chunk(f"c:{entity.id}", path, entity.id, line, line + 2, f"def {name}():", f"def {name}():", "")
+    return Candidate(chunk, entity, 1.0, OLD)
+
+
+def _mention_factors(query: str, candidates: list[Candidate]) -> list[float]:
+    scored = score_signals(query, candidates, replace(NEUTRAL, mention=2.0), now=NOW)
+    return [score / candidate.score for candidate, score in scored]
+
+
+MATRIX_REPORT = MENTION_REPORT + "\n>>> X = MatrixSymbol('X', 2, 2)"
+
+
+def test_a_name_defined_many_times_shares_its_mention() -> None:
+    # sympy's report constructs `MatrixSymbol(...)`; four handler methods share the class's name
+    handlers = [_definition(f"pkg.{owner}.MatrixSymbol", "pkg/handlers.py", kind=EntityKind.METHOD)
+                for owner in ("Ask", "Tell", "Show", "Hide")]
+    named = [*handlers, _definition("pkg.MatrixSymbol", "pkg/matrices.py", kind=EntityKind.CLASS)]
+    assert _mention_factors(MATRIX_REPORT, named) == pytest.approx([2.0 ** (MENTION_NAMESAKES / 5)] * 5)
+    # up to MENTION_NAMESAKES definitions keep the whole boost
+    assert _mention_factors(MATRIX_REPORT, named[:MENTION_NAMESAKES]) == [2.0] * MENTION_NAMESAKES
+
+
+def test_overloads_of_a_function_are_one_definition() -> None:
+    overloads = [_definition("pkg.polyval", line=line) for line in (10, 20, 30, 40, 50)]
+    assert _mention_factors(MENTION_REPORT + "\n>>> polyval(coord, coeffs)", overloads) == [2.0] * 5
 
 @pytest.mark.parametrize(("path", "expected"), [
     ("tests/test_engine.py", 0.5), ("pkg/test_engine.py", 0.5), ("pkg/engine_test.go", 0.5),
