@@ -36,6 +36,11 @@ NO_MATCH_CONFIDENCE = 0.0
 # whole repository, which now have cues of their own, and would let keyword searches decide whether overview
 # questions are answered locally (README, "Query classification", measured both ways).
 NO_MATCH_TYPE = TaskType.EXPLAIN
+# Only a query's first characters are read: what it asks is in its first lines, and classification is
+# linear at ~10 us a character (every cue scans the text), so a pasted 200,000-character log took ~2 s,
+# longer than the search it was classified for. The longest labelled question is 308 characters; of
+# bench/issues' 100 reports (median 1,305 characters) one is longer (9,424).
+CLASSIFIED_CHARS = 8_000
 
 # Pattern weights (spec: Query classification — "weighted regex patterns"). A strong cue on its own
 # settles the type (a traceback is a debug question); a medium cue usually does; a weak cue only tips
@@ -563,7 +568,7 @@ def classify(query: str, patterns: PatternTable = DEFAULT_PATTERNS) -> QueryClas
     :param patterns: the cue table; defaults to :data:`DEFAULT_PATTERNS` (tests pass small tables).
     :return: the winning type, its boosted confidence and every type's raw score.
     """
-    text = query.replace("\u2019", "'")  # typographic apostrophes read as plain ones
+    text = query[:CLASSIFIED_CHARS].replace("\u2019", "'")  # typographic apostrophes read as plain ones
     scores = {task: sum(p.weight for p in patterns.get(task, ()) if p.pattern.search(text))
               for task in TIE_BREAK_ORDER}
     ranked = sorted(TIE_BREAK_ORDER, key=lambda task: (-scores[task], TIE_BREAK_ORDER.index(task)))

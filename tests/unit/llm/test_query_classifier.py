@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from knowcode.llm import TASK_PROMPTS, QueryClassification, classify, compile_patterns, parse_task_type
 from knowcode.llm.query_classifier import (
+    CLASSIFIED_CHARS,
     CONFIDENCE_HALF_SCALE,
     DEFAULT_PATTERNS,
     MAX_CONFIDENCE,
@@ -64,6 +65,13 @@ def test_scores_are_the_sum_of_matching_weights_for_every_type() -> None:
     result = classify("BOOM, why so slow?", patterns=SMALL)
     assert result.scores == {TaskType.DEBUG: 4.0, TaskType.EXPLAIN: 2.0, TaskType.LOCATE: 0.0,
                              TaskType.REVIEW: 0.0, TaskType.EXTEND: 0.0, TaskType.GENERAL: 0.0}
+
+
+def test_only_the_first_characters_of_a_pasted_log_are_read() -> None:
+    # a cue past CLASSIFIED_CHARS (deep in a pasted log) counts for nothing; one before it does
+    log = "x " * (CLASSIFIED_CHARS // 2)
+    assert classify("why? " + log + "boom", patterns=SMALL).scores[TaskType.DEBUG] == 0.0
+    assert classify("boom " + log, patterns=SMALL).scores[TaskType.DEBUG] == 3.0
 
 
 @pytest.mark.parametrize("query", ["", "   ", "zzz qqq", "banana"])
