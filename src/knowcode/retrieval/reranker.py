@@ -165,11 +165,11 @@ _DOC_WORDS = frozenset(tokenize("doc docs documentation documented readme change
 # cost a file-level query).
 CALL_SEEDS = 3
 # How many definitions of a mentioned name the mention lifts at full strength: with n > 2 candidates
-# defining it, each takes x2 ** (2 / n). A name defined many times says little about which one a report
-# means (sympy's five `MatrixSymbol` handler methods beside the class its reproduction constructs). A
-# function's overloads are one definition: counted by file and qualified name. Chosen on the issue reports
-# (function Recall@10 0.584 without it, 0.601 / 0.601 / 0.591 at 1 / 2 / 3; NDCG@10 0.476 -> 0.486 /
-# 0.487 / 0.481); every question set scores the same at each.
+# defining it, each takes the mention factor ** (2 / n). A name defined many times says little about
+# which one a report means (sympy's five `MatrixSymbol` handler methods beside the class its reproduction
+# constructs). A function's overloads are one definition: counted by file and qualified name. Chosen
+# on the issue reports (function Recall@10 0.584 without it, 0.601 / 0.601 / 0.591 at 1 / 2 / 3; NDCG@10
+# 0.476 -> 0.486 / 0.487 / 0.481); every question set scores the same at each.
 MENTION_NAMESAKES = 2
 CALLABLE_KINDS = frozenset({EntityKind.FUNCTION, EntityKind.METHOD})
 _REEXPORT_FILES = frozenset({"__init__.py", "index.js", "index.ts", "mod.rs"})
@@ -463,11 +463,11 @@ def _namesakes(candidates: Sequence[Candidate], query: _Query) -> dict[str, int]
     """Per candidate entity a mention of the query names, how many definitions of that mention the
     candidates hold (distinct file and qualified name: overloads count once)."""
     named: dict[str, tuple[str, str, str]] = {}
-    for candidate in candidates:
+    for candidate in filter(_defines, candidates):
         entity = candidate.entity
         qualified = "." + entity.qualified_name.lower()
         mention = next((m for m in query.mentions if qualified.endswith(m)), None)
-        if mention is not None and _defines(candidate):
+        if mention is not None:
             named[entity.id] = (mention, entity.path, entity.qualified_name)
     definitions = Counter(mention for mention, _, _ in set(named.values()))
     return {entity_id: definitions[mention] for entity_id, (mention, _, _) in named.items()}

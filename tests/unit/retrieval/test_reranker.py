@@ -136,6 +136,7 @@ def test_overloads_of_a_function_are_one_definition() -> None:
     overloads = [_definition("pkg.polyval", line=line) for line in (10, 20, 30, 40, 50)]
     assert _mention_factors(MENTION_REPORT + "\n>>> polyval(coord, coeffs)", overloads) == [2.0] * 5
 
+
 @pytest.mark.parametrize(("path", "expected"), [
     ("tests/test_engine.py", 0.5), ("pkg/test_engine.py", 0.5), ("pkg/engine_test.go", 0.5),
     ("src/app.spec.ts", 0.5), ("examples/demo.py", 0.5), ("docs/conf.py", 0.5), ("pkg/_compat.py", 0.5),
