@@ -28,7 +28,7 @@ MAX_TOKEN_CHARS = 64  # longer runs are hashes, base64 or minified noise
 # starts only at a digit run's first digit (a later start fails wherever the first does): tried at every
 # digit, a 20,000-digit run took 2.5 s, each start scanning the rest of the run for a letter. Or where a
 # non-ASCII digit (`\d` to `re`: Arabic-Indic, fullwidth) follows an ASCII one, which may have ended the
-# identifier before it (`Y0` then `٠Y`): such runs are tried at each such boundary, as before.
+# identifier before it (`Y0` then `\u0660Y`): such runs are tried at each such boundary, as before.
 _IDENTIFIER = re.compile(r"[A-Za-z_$\d](?:(?<=[A-Za-z_$])[A-Za-z0-9_$]*"
                          r"|(?:(?<=\d)(?<!\d\d)|(?<=[0-9][^\x00-\x7f]))\d*[A-Za-z_][A-Za-z0-9_]*)")
 # An acronym's plural (`URLs`, `IDs`) is one part, not `UR` + `Ls`: questions write "URLs" and code
