@@ -18,7 +18,6 @@ Two codes are compared by running this with each on PYTHONPATH in turn (the JSON
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -26,6 +25,8 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+
+from report import print_json_line
 
 import knowcode
 from knowcode.indexing.languages import GRAMMARS
@@ -125,10 +126,7 @@ def main() -> None:
         result["index"] = _index_time(args.chars, _write_runs)
     if args.languages:
         result["languages"] = _index_time(args.chars, _write_languages)
-    if args.out is not None:
-        with args.out.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(result) + "\n")
-    print(json.dumps(result))
+    print_json_line(result, args.out)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from corpus_sets import FILE_SET, QUESTION_SET, Repo
@@ -123,6 +124,16 @@ def dump_json(value: Any, indent: str = "") -> str:
     if isinstance(value, list) and value and any(isinstance(v, (dict, list)) for v in value):
         return "[\n" + ",\n".join(inner + dump_json(v, inner) for v in value) + f"\n{indent}]"
     return json.dumps(value)
+
+
+def print_json_line(record: dict[str, Any], out: Path | None) -> None:
+    """Print a run's record as one JSON line and append it to `out` when given: a JSON-lines file that
+    runs of two codes, one after the other, add to."""
+    line = json.dumps(record)
+    if out is not None:
+        with out.open("a", encoding="utf-8") as file:
+            file.write(line + "\n")
+    print(line)
 
 
 # Markdown

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from corpus_sets import find_bench_dir
+from report import print_json_line
 
 import knowcode
 
@@ -61,10 +62,7 @@ def main() -> None:
               "repeats": args.repeats, "p50_ms": round(statistics.median(per_report), 2),
               "mean_ms": round(statistics.fmean(per_report), 2), "max_ms": round(max(per_report), 2),
               "load_average": os.getloadavg()[0]}
-    if args.out is not None:
-        with args.out.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(result) + "\n")
-    print(json.dumps(result))
+    print_json_line(result, args.out)
 
 
 if __name__ == "__main__":
