@@ -459,18 +459,18 @@ def _defines(candidate: Candidate) -> bool:
     return candidate.chunk.start_line <= candidate.entity.start_line <= candidate.chunk.end_line
 
 
-def _namesakes(candidates: Sequence[Candidate], query: _Query) -> dict[str, int]:
-    """Per candidate entity a mention of the query names, how many definitions of that mention the
-    candidates hold (distinct file and qualified name: overloads count once)."""
-    named: dict[str, tuple[str, str, str]] = {}
-    for candidate in filter(_defines, candidates):
+def _namesakes(candidates: Sequence[Candidate], query: _Query) -> list[int]:
+    """Per candidate that defines a name the query mentions, how many definitions of that mention the
+    candidates hold (distinct file and qualified name: overloads count once); 0 for every other one."""
+    named: list[tuple[str, str, str] | None] = []
+    for candidate in candidates:
         entity = candidate.entity
         qualified = "." + entity.qualified_name.lower()
         mention = next((m for m in query.mentions if qualified.endswith(m)), None)
-        if mention is not None:
-            named[entity.id] = (mention, entity.path, entity.qualified_name)
-    definitions = Counter(mention for mention, _, _ in set(named.values()))
-    return {entity_id: definitions[mention] for entity_id, (mention, _, _) in named.items()}
+        named.append((mention, entity.path, entity.qualified_name)
+                     if mention is not None and _defines(candidate) else None)
+    definitions = Counter(key[0] for key in set(named) if key is not None)
+    return [0 if key is None else definitions[key[0]] for key in named]
 
 
 def _signal_factor(candidate: Candidate, query: _Query, signals: RankingSignals, now: float,
@@ -489,9 +489,8 @@ def _signal_factor(candidate: Candidate, query: _Query, signals: RankingSignals,
     if query.lowered == entity.kind.value:
         factor *= signals.kind
     path_words, penalised, reexport = _path_facts(chunk.path)
-    defines = _defines(candidate)
     if query.symbol_words is not None:
-        if defines and entity.name.lower() == query.symbol.lower():
+        if _defines(candidate) and entity.name.lower() == query.symbol.lower():
             # `Session` the class beats `session` the helper, and `Cookie.save` beats `Null.save`: a
             # case-only match, or a dotted query whose owner differs, gets half the boost.
             exact = entity.name == query.symbol and (
@@ -500,7 +499,7 @@ def _signal_factor(candidate: Candidate, query: _Query, signals: RankingSignals,
             if query.symbol_words & path_words:
                 factor *= signals.definition_path
     else:
-        if defines and query.mentions and ("." + entity.qualified_name.lower()).endswith(query.mentions):
+        if namesakes:  # the candidate defines a name the query mentions (see _namesakes)
             # A long question names the API it asks about ("why does `ky.json(schema)` throw ..."): the
             # answer is the mechanism behind it, and words already bring the definition in. Without this
             # factor in long questions, span-level NDCG@10 rose on all four question sets (+0.001 to
@@ -542,12 +541,11 @@ def score_signals(query: str, candidates: Sequence[Candidate], signals: RankingS
     facts = _Query.of(query)
     per_file = Counter(c.chunk.path for c in candidates)
     covered = _coverage(candidates, facts)
-    namesakes = _namesakes(candidates, facts) if facts.mentions else {}
+    namesakes = _namesakes(candidates, facts) if facts.mentions else [0] * len(candidates)
     scored = []
-    for candidate, share in zip(candidates, covered, strict=True):
+    for candidate, share, named in zip(candidates, covered, namesakes, strict=True):
         coherence = signals.file_coherence ** min(4, per_file[candidate.chunk.path] - 1)
-        factor = (_signal_factor(candidate, facts, signals, clock, namesakes.get(candidate.entity.id, 1))
-                  * signals.coverage ** share)
+        factor = _signal_factor(candidate, facts, signals, clock, named) * signals.coverage ** share
         if candidate.entity.kind not in CALLABLE_KINDS and not facts.is_report:
             factor *= signals.non_callable ** facts.long_share
         scored.append((candidate, candidate.score * coherence * factor))
