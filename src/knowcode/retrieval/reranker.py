@@ -28,7 +28,9 @@ RECENT_SECONDS = 7 * 24 * 3600  # spec: Reranking — "modified < 7 days"
 DEFAULT_TOP_K_MULTIPLIER = 5  # spec: Reranking — limit x reranker_top_k_multiplier go to the reranker
 
 _SYMBOL_QUERY = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*(?:\(\))?$")
-# Paths whose code is rarely the answer: tests, examples, docs, benchmarks, vendored compat shims.
+# Paths whose code is rarely the answer: tests, examples, docs, benchmarks, compat shims, other projects'
+# code vendored in (`vendor/`, pip's `_vendor/`, `third_party/`, matplotlib's `extern/`) and type
+# declarations beside the code they declare (TypeScript's `.d.ts`, Python's `.pyi` stubs).
 # Folder names in any case (SwiftPM's `Tests/`, .NET's `Samples/`) and Xcode's test targets (`AppTests/`);
 # test files by the conventions of Python, Go, JavaScript and of the JVM, Swift and .NET
 # (`RetryPolicyTests.swift`, `CircleTest.java`); test support by those of Go (`testdata/`), Rust
@@ -36,10 +38,10 @@ _SYMBOL_QUERY = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)
 _PENALISED_PATH = re.compile(
     r"(^|/)(?i:tests?|__tests__|testing|spec|specs|examples?|samples?|docs?|benchmarks?|fixtures?|testdata"
     r"|test[-_]utils?|test[-_]helpers?|(?:integration|e2e)[-_]tests?|e2e|__mocks__|mocks|benches|bench"
-    r"|demos?|stories)/"
+    r"|demos?|stories|_?vendor(?:ed)?|third[-_]?party|3rdparty|extern)/"
     r"|(^|/)test_[^/]*$|_test\.[a-z]+$|\.(test|spec|stories|bench|cy)\.[jt]sx?$|_spec\.rb$|(^|/)conftest\.py$"
     r"|(^|/)[A-Z]\w*Tests?\.(?:swift|java|kt|scala|cs|m)$|(^|/)[A-Z]\w*Tests/"
-    r"|(^|/)_?compat[^/]*$|\.d\.ts$")
+    r"|(^|/)_?compat[^/]*$|\.d\.ts$|\.pyi$")
 # Words of a question that are code: dotted (`res.sendFile`), camelCase, PascalCase with two humps
 # (`ZodDefault`), snake_case. Plain words ("session") are left to BM25.
 # A word starts at its first character: `_fetch_all` is one name, not `fetch_all`.
@@ -192,7 +194,7 @@ class RankingSignals:
     path_mention: float = 2.0  # the query names the chunk's file (a traceback frame, a path in an issue)
     frame: float = 2.0  # a traceback frame of the query names the chunk's entity in the chunk's file
     line_link: float = 2.0  # the query points at a line of the chunk's function (`compiler.py#L428`)
-    path_penalty: float = 0.5  # tests, examples, docs, benchmarks, compat shims, .d.ts
+    path_penalty: float = 0.5  # tests, examples, docs, benchmarks, compat shims, vendored code, .d.ts, .pyi
     prose_penalty: float = 0.5  # prose and config files (Markdown, reST, text, INI, ...) for a code question
     reexport_penalty: float = 0.6  # module-level chunk of an __init__.py / index.ts re-export file
     file_coherence: float = 1.05  # per further candidate from the same file (at most 4)

@@ -148,6 +148,9 @@ def test_overloads_of_a_function_are_one_definition() -> None:
     ("e2e-tests/app.py", 0.5), ("src/Button.stories.tsx", 0.5), ("lib/user_spec.rb", 0.5),
     ("test-utils/render.tsx", 0.5), ("bench/run.py", 0.5), ("lib/mock.py", 1.0), ("src/stories.py", 1.0),
     ("src/benchmark.py", 1.0),
+    ("lib/pkg/axes.pyi", 0.5), ("pip/_vendor/rich/x.py", 0.5), ("vendor/github.com/a/b.go", 0.5),
+    ("third_party/zlib/inflate.c", 0.5), ("src/ThirdParty/x.cpp", 0.5), ("extern/agg/agg.h", 0.5),
+    ("sympy/external/importtools.py", 1.0), ("src/vendors.py", 1.0), ("lib/pkg/axes.py", 1.0),
 ])
 def test_path_penalty(path: str, expected: float) -> None:
     assert _factor("zzz", _candidate(path=path), path_penalty=0.5) == pytest.approx(expected)
