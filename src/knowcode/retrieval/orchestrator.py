@@ -468,8 +468,12 @@ class RetrievalOrchestrator:
         window = max(limit + PRECISE_WINDOW_EXTRA, math.ceil(PRECISE_WINDOW_FACTOR * limit))
         if len(hits) >= limit:
             return hits
+        implementations = _implementations(ranked)
         for start in range(0, len(ranked), window):
             for candidate, score in self._precise(query, ranked[start:start + window]):
+                if _is_overload_stub(candidate):
+                    candidate = implementations.get((candidate.entity.path, candidate.entity.qualified_name),
+                                                    candidate)
                 if candidate.entity.id in seen:
                     continue
                 seen.add(candidate.entity.id)
@@ -555,6 +559,34 @@ def _framed(frame: Frame, named: Sequence[Entity]) -> list[Entity]:
     holding = [entity for entity in found
                if frame.line is not None and entity.start_line <= frame.line <= entity.end_line]
     return holding or found
+
+
+def _implementations(ranked: Sequence[tuple[Candidate, float]]) -> dict[tuple[str, str], Candidate]:
+    """The best-ranked candidate of each (file, qualified name) that is no overload stub."""
+    found: dict[tuple[str, str], Candidate] = {}
+    for candidate, _ in ranked:
+        if not _is_overload_stub(candidate):
+            found.setdefault((candidate.entity.path, candidate.entity.qualified_name), candidate)
+    return found
+
+
+def _is_overload_stub(candidate: Candidate) -> bool:
+    """Whether the candidate's entity carries its language's overload decorator
+    (LanguageSpec.overload_decorator), read from its decorator lines in the candidate's chunk."""
+    spec = spec_for(candidate.entity.language)
+    if spec is None or not spec.overload_decorator:
+        return False
+    chunk, start = candidate.chunk, candidate.entity.start_line
+    if start < chunk.start_line:
+        return False
+    for line in chunk.text.split("\n")[start - chunk.start_line:]:
+        decorator = line.strip()
+        if not decorator.startswith("@"):
+            return False
+        name = decorator[1:].partition("(")[0].strip()
+        if name == spec.overload_decorator or name.endswith("." + spec.overload_decorator):
+            return True
+    return False
 
 
 def _within(entity: Entity, chunk: Chunk) -> bool:

@@ -413,6 +413,29 @@ def test_the_first_hits_of_a_larger_limit_are_the_smaller_answer(many_kc: KnowCo
         assert [h.chunk_id for h in hits] == [h.chunk_id for h in answers[50][:limit]]
 
 
+# A function declared by typing stubs (`@overload`), and another declared by stubs only (a .pyi's).
+OVERLOAD_REPO = {
+    "poly.py": ("from typing import overload\nimport typing\n\n\n"
+                "@overload\ndef polyval(coord: int, coeffs: list) -> int: ...\n\n\n"
+                "@typing.overload\ndef polyval(coord: str, coeffs: list) -> str: ...\n\n\n"
+                "def polyval(coord, coeffs):\n    \"\"\"Evaluate a polynomial at coord.\"\"\"\n"
+                + "".join(f"    coord = horner(coord, coeffs, {i})\n" for i in range(12))
+                + "    return coord\n"),
+    "stubs.pyi": ("from typing import overload\n\n\n@overload\ndef polyfit(x: int) -> int: ...\n\n\n"
+                  "@overload\ndef polyfit(x: str) -> str: ...\n"),
+}
+
+
+@pytest.mark.parametrize("query", ["polyval", "evaluate polyval coord coeffs"])
+def test_overload_stubs_are_answered_by_their_implementation(tmp_path_factory: pytest.TempPathFactory,
+                                                             query: str) -> None:
+    for kc in _indexed(tmp_path_factory, "overloads", OVERLOAD_REPO):
+        named = [(h.qualified_name, h.start_line) for h in kc.search(query, limit=10) if h.name == "polyval"]
+        assert named == [("poly.polyval", 13)]
+        # stubs with no implementation beside them stay hits
+        assert [h.start_line for h in kc.search("polyfit", limit=10) if h.name == "polyfit"] == [4, 8]
+
+
 # The words of a long bug report that its repository's issue template and changelog hold too.
 PROSE_REPO = {
     "CHANGES.md": "".join(f"* Fixed: retry the upload when the server drops the connection ({i})\n"

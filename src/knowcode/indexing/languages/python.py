@@ -28,4 +28,5 @@ SPEC = LanguageSpec(
     wrapper_types=frozenset({"decorated_definition"}),
     docstring_in_body=True,
     self_names=frozenset({"self", "cls", "super()"}),
+    overload_decorator="overload",
 )
