@@ -92,6 +92,8 @@ def _absolute(target: str, importer_path: str, spec: LanguageSpec | None) -> str
     """Turn a relative dotted target (``..x.y``) into one rooted at the importer's folder, and one
     from the package root (LanguageSpec.root_segment: ``crate.x.y``) into one rooted at its crate."""
     first, _, rest = target.partition(".")
+    if spec is not None and spec.parent_segment and first in (spec.self_segment, spec.parent_segment):
+        target = _as_dots(target, importer_path, spec)
     if spec is not None and spec.root_segment and first == spec.root_segment:
         folders = PurePosixPath(importer_path).parent.parts
         below = folders[::-1].index(SOURCE_FOLDER) if SOURCE_FOLDER in folders else len(folders)
@@ -103,6 +105,24 @@ def _absolute(target: str, importer_path: str, spec: LanguageSpec | None) -> str
     folder = list(PurePosixPath(importer_path).parent.parts)
     base = folder[: len(folder) - ups] if ups else folder
     return ".".join([*base, rest] if rest else base)
+
+
+def _as_dots(target: str, importer_path: str, spec: LanguageSpec) -> str:
+    """A target starting with module-relative segments (LanguageSpec.parent_segment) written with
+    leading dots: `super.float.X` is `.float.X` in `lexical/algorithm.rs` (a module inside its folder)
+    and `..float.X` in `io/mod.rs` (the module of its folder); `self.x` is `.algorithm.x` and `.x`."""
+    parts = target.split(".")
+    if parts[0] == spec.self_segment:
+        parts = parts[1:]
+    ups = 0
+    while parts and parts[0] == spec.parent_segment:
+        ups, parts = ups + 1, parts[1:]
+    stem = PurePosixPath(importer_path).stem
+    if stem in spec.folder_module_stems:
+        return "." * (ups + 1) + ".".join(parts)
+    if not ups:
+        parts.insert(0, stem)
+    return "." * max(1, ups) + ".".join(parts)
 
 
 def _dotted_match(qualified_name: str, target: str) -> bool:
@@ -210,6 +230,9 @@ def resolve_target(kind: RelationKind, target_name: str, source_id: str, path: s
             return _unique(in_file)
     bound = table.bindings.get(path, {})
     first, _, rest = (receiver or name).partition(".")
+    if receiver and spec is not None and spec.parent_segment and first == spec.parent_segment:
+        # `super::helper()`: the function of that name in the parent module
+        return _unique([c for c in candidates if _matches(c, _absolute(target_name, path, spec))])
     if first in bound:
         # Reached through an import: the imported module decides, even when it is outside the repo.
         full = _absolute(".".join(p for p in (bound[first], rest, name if receiver else "") if p), path, spec)

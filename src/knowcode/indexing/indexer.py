@@ -50,7 +50,7 @@ PARSE_CHUNKSIZE = 4  # files per task sent to a worker: amortises pickling, keep
 
 # What a run extracts from a file (entities, chunks, tokens): bump PARSER_OUTPUT_VERSION whenever a
 # language query, the parser or the chunker changes its output; the tokenizer has its own version.
-PARSER_OUTPUT_VERSION = 22
+PARSER_OUTPUT_VERSION = 23
 EXTRACTION_VERSION = f"{PARSER_OUTPUT_VERSION}.{TOKENIZER_VERSION}"
 EXTRACTION_VERSION_KEY = "extraction_version"
 # Meta key counting committed runs that changed chunks: derived indexes (BM25, vectors) record the

@@ -47,6 +47,17 @@ ENTITIES = [
     _entity("src.error", EntityKind.MODULE, "src/error.rs", language="rust"),
     _entity("src.error.Error", EntityKind.STRUCT, "src/error.rs", "src.error", "rust"),
     _entity("src.error.Error.new", EntityKind.METHOD, "src/error.rs", "src.error.Error", "rust"),
+    # a folder module (`lexical/mod.rs`) and two modules inside it
+    _entity("src.lexical.mod", EntityKind.MODULE, "src/lexical/mod.rs", language="rust"),
+    _entity("src.lexical.mod.parse", EntityKind.FUNCTION, "src/lexical/mod.rs", "src.lexical.mod", "rust"),
+    _entity("src.lexical.float", EntityKind.MODULE, "src/lexical/float.rs", language="rust"),
+    _entity("src.lexical.float.Extended", EntityKind.STRUCT, "src/lexical/float.rs", "src.lexical.float",
+            "rust"),
+    _entity("src.lexical.float.round", EntityKind.FUNCTION, "src/lexical/float.rs", "src.lexical.float",
+            "rust"),
+    _entity("src.lexical.algorithm", EntityKind.MODULE, "src/lexical/algorithm.rs", language="rust"),
+    _entity("src.lexical.algorithm.round", EntityKind.FUNCTION, "src/lexical/algorithm.rs",
+            "src.lexical.algorithm", "rust"),
 ]
 IMPORTS = [
     Relationship("a", RelationKind.IMPORTS, "pkg.util.tool", None, "a.py", 1, "tool"),
@@ -70,6 +81,31 @@ def table() -> SymbolTable:
     ("b.helper", "b.py", RelationKind.IMPORTS, "crate.error.Error", None),  # `crate` roots nothing in Python
 ])
 def test_a_rust_path_from_crate_is_rooted_at_the_crates_src_folder(
+        source: str, path: str, kind: RelationKind, target: str, expected: str | None) -> None:
+    symbols = SymbolTable()
+    symbols.add_entities(ENTITIES)
+    assert resolve_reference(Relationship(source, kind, target, None, path, 1), symbols) == expected
+
+
+@pytest.mark.parametrize(("source", "path", "kind", "target", "expected"), [
+    # `use super::float::Extended` in a module inside the folder: a sibling file
+    ("src.lexical.algorithm", "src/lexical/algorithm.rs", RelationKind.IMPORTS, "super.float.Extended",
+     "src.lexical.float.Extended"),
+    ("src.lexical.algorithm", "src/lexical/algorithm.rs", RelationKind.IMPORTS, "super.parse",
+     "src.lexical.mod.parse"),  # the folder's own module
+    # `use self::float::Extended` in the folder's module: a file inside it; `super::` is its parent
+    ("src.lexical.mod", "src/lexical/mod.rs", RelationKind.IMPORTS, "self.float.Extended",
+     "src.lexical.float.Extended"),
+    ("src.lexical.mod", "src/lexical/mod.rs", RelationKind.IMPORTS, "super.error.Error", "src.error.Error"),
+    ("src.lexical.float", "src/lexical/float.rs", RelationKind.IMPORTS, "super.super.error.Error",
+     "src.error.Error"),
+    # `super::round()` is the parent module's, not this file's nor a sibling's of the same name
+    ("src.lexical.algorithm.round", "src/lexical/algorithm.rs", RelationKind.CALLS, "super.float.round",
+     "src.lexical.float.round"),
+    ("src.lexical.algorithm.round", "src/lexical/algorithm.rs", RelationKind.CALLS, "super.round", None),
+    ("b.helper", "b.py", RelationKind.IMPORTS, "super.error.Error", None),  # nothing relative in Python
+])
+def test_a_rust_path_through_self_or_super_is_relative_to_the_importers_module(
         source: str, path: str, kind: RelationKind, target: str, expected: str | None) -> None:
     symbols = SymbolTable()
     symbols.add_entities(ENTITIES)

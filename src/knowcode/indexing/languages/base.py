@@ -80,5 +80,12 @@ class LanguageSpec:
     # The first segment of a path that starts at the package's root (Rust's `crate::`): such an import
     # is rooted at the folder of the importer's crate, the nearest `src/` above it (Cargo's layout).
     root_segment: str = ""
+    # The first segments of a path relative to the importer's module (Rust's `self::` and `super::`):
+    # resolved from the importer's folder as Python's leading dots are, where the file stems in
+    # `folder_module_stems` (Rust's `mod.rs`, and `lib.rs` and `main.rs` at a crate's root) are the
+    # module of their folder and any other file is a module inside it.
+    self_segment: str = ""
+    parent_segment: str = ""
+    folder_module_stems: frozenset[str] = frozenset()
     # Receiver texts that mean "the enclosing class" for call resolution.
     self_names: frozenset[str] = field(default_factory=lambda: frozenset({"self", "this"}))

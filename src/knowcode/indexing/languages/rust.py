@@ -58,4 +58,7 @@ SPEC = LanguageSpec(
     prefix_types=frozenset({"attribute_item"}),  # `#[derive(...)]`, `#[test]` above an item
     package_file="mod",
     root_segment="crate",
+    self_segment="self",
+    parent_segment="super",
+    folder_module_stems=frozenset({"mod", "lib", "main"}),
 )
