@@ -479,6 +479,30 @@ def _normalise_module(text: str) -> str:
     return dots + stripped.replace("::", ".").replace("/", ".")
 
 
+def _from_file_module(target: str, owner: _Definition | None, spec: LanguageSpec) -> str:
+    """A path written inside modules the file declares (Rust's `mod tests { use super::Foo; }`) as the
+    file's own module writes it: each leading parent segment (LanguageSpec.parent_segment) that climbs
+    one of those modules is taken off, and what it lands in is named from the file (`self.Foo`,
+    `self.imp.make`); only the segments that climb out of the file are left for resolution."""
+    if not spec.parent_segment or not target.startswith(spec.parent_segment + "."):
+        return target
+    declared: list[str] = []  # the modules declared in the file around the site, innermost first
+    node = owner
+    while node is not None:
+        if node.kind is EntityKind.MODULE:
+            declared.append(node.name)
+        node = node.parent
+    if not declared:
+        return target
+    parts = target.split(".")
+    ups = 0
+    while ups < len(parts) - 1 and parts[ups] == spec.parent_segment:
+        ups += 1
+    if ups > len(declared):
+        return ".".join([spec.parent_segment] * (ups - len(declared)) + parts[ups:])
+    return ".".join([spec.self_segment, *reversed(declared[ups:]), *parts[ups:]])
+
+
 def _span_text(nodes: list[Node], source: bytes) -> str:
     """The source text from the first node to the last (a capture may hold a path's parts)."""
     return source[nodes[0].start_byte:nodes[-1].end_byte].decode("utf-8", "replace")
@@ -512,13 +536,14 @@ def _references(matches: list[tuple[int, dict[str, list[Node]]]], definitions: l
                     target = f"{target}{separator}{_text(imported[0])}"
                 alias = captures.get("import.alias")
                 bound = _text(alias[0]) if alias else target.rsplit(".", 1)[-1]
+                target = _from_file_module(target, owner, spec)
                 found.append(_unresolved(module.id, _IMPORTS, target, path, line, bound))
             elif kind == "call" and "name" in captures:
                 receiver = captures.get("receiver")
                 target = _text(captures["name"][0])
                 prefix = _normalise_module(_text(receiver[0])) if receiver else ""
                 if len(prefix) <= MAX_RECEIVER_CHARS and _DOTTED_NAME.match(prefix):
-                    target = f"{prefix}.{target}"
+                    target = _from_file_module(f"{prefix}.{target}", owner, spec)
                 found.append(_unresolved(source_id, _CALLS, target, path, line))
             elif kind == "inherits":
                 for base in captures.get("name", []):

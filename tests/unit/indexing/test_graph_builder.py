@@ -93,6 +93,9 @@ def test_a_rust_path_from_crate_is_rooted_at_the_crates_src_folder(
      "src.lexical.float.Extended"),
     ("src.lexical.algorithm", "src/lexical/algorithm.rs", RelationKind.IMPORTS, "super.parse",
      "src.lexical.mod.parse"),  # the folder's own module
+    # `self::` in a module inside the folder is that file (a declared module's `super::` is written so)
+    ("src.lexical.algorithm", "src/lexical/algorithm.rs", RelationKind.IMPORTS, "self.round",
+     "src.lexical.algorithm.round"),
     # `use self::float::Extended` in the folder's module: a file inside it; `super::` is its parent
     ("src.lexical.mod", "src/lexical/mod.rs", RelationKind.IMPORTS, "self.float.Extended",
      "src.lexical.float.Extended"),

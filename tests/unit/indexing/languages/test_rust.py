@@ -99,3 +99,25 @@ def test_an_items_attributes_are_in_its_span_and_its_doc_stands_above_them() -> 
     assert (point.start_line, point.end_line, point.docstring) == (2, 4, "A point.")
     assert point.id in parsed.lead_lines  # the doc comment is chunked with the item
     assert apart.start_line == 8  # an attribute a blank line away is not the item's
+
+
+INLINE_MODULES = b'''pub struct Foo;
+mod imp {
+    use super::Foo;
+    pub fn make() -> Foo { super::helper() }
+    mod deep { use super::super::Foo; use super::make; use super::super::super::x::Y; }
+}
+fn helper() {}
+'''
+
+
+def test_a_path_from_inside_a_declared_module_is_written_from_the_files_module() -> None:
+    # `super::` inside `mod imp` is this file's module, not its parent: resolution sees `self::`
+    rows = reference_rows(parse_source("src/a.rs", "rust", INLINE_MODULES, SPEC))
+    assert rows == {
+        ("imports", "src.a", "self.Foo", 3, "Foo"),
+        ("calls", "src.a.imp.make", "self.helper", 4, ""),
+        ("imports", "src.a", "self.Foo", 5, "Foo"),
+        ("imports", "src.a", "self.imp.make", 5, "make"),
+        ("imports", "src.a", "super.x.Y", 5, "Y"),  # climbs out of the file: left to resolution
+    }
