@@ -468,10 +468,11 @@ class RetrievalOrchestrator:
         window = max(limit + PRECISE_WINDOW_EXTRA, math.ceil(PRECISE_WINDOW_FACTOR * limit))
         if len(hits) >= limit:
             return hits
-        implementations = _implementations(ranked)
+        implementations: dict[tuple[str, str], Candidate] | None = None  # read at the first stub
         for start in range(0, len(ranked), window):
             for candidate, score in self._precise(query, ranked[start:start + window]):
                 if _is_overload_stub(candidate):
+                    implementations = _implementations(ranked) if implementations is None else implementations
                     candidate = implementations.get((candidate.entity.path, candidate.entity.qualified_name),
                                                     candidate)
                 if candidate.entity.id in seen:
@@ -577,7 +578,7 @@ def _is_overload_stub(candidate: Candidate) -> bool:
     if spec is None or not spec.overload_decorator:
         return False
     chunk, start = candidate.chunk, candidate.entity.start_line
-    if start < chunk.start_line:
+    if start < chunk.start_line or spec.overload_decorator not in chunk.text:  # the text's lines: only then
         return False
     for line in chunk.text.split("\n")[start - chunk.start_line:]:
         decorator = line.strip()
