@@ -199,3 +199,12 @@ def test_the_facade_trusts_its_pinned_artifact_across_code_edits(sample_repo: Pa
     changed = AppConfig(hybrid_alpha=0.5, llm=load_config(sample_repo).llm)  # another retrieval setting
     stale = knowcode.open(sample_repo, store=tmp_path / "other-store", config=changed).routing_policy()
     assert_off(stale, "other retrieval settings")
+
+
+def test_this_repositorys_pinned_artifact_is_current(tmp_path: Path) -> None:
+    # The README's `knowcode ask` transcript answers locally only while the artifact this repository's
+    # knowcode.toml pins matches the code: a change to retrieval or to the index format (a parser output
+    # version) needs `knowcode eval --out .knowcode/routing-eval.json` and the new SHA-256 pinned.
+    repository = Path(__file__).resolve().parents[3]
+    policy = knowcode.open(repository, store=tmp_path / "store").routing_policy()
+    assert policy.local_answer_task_types == {TaskType.EXPLAIN, TaskType.LOCATE}, policy.reason
