@@ -578,7 +578,8 @@ def _is_overload_stub(candidate: Candidate) -> bool:
     if spec is None or not spec.overload_decorator:
         return False
     chunk, start = candidate.chunk, candidate.entity.start_line
-    if start < chunk.start_line or spec.overload_decorator not in chunk.text:  # the text's lines: only then
+    # a substring test first: splitting every candidate's text into lines cost 2-4% of a search
+    if start < chunk.start_line or spec.overload_decorator not in chunk.text:
         return False
     for line in chunk.text.split("\n")[start - chunk.start_line:]:
         decorator = line.strip()
