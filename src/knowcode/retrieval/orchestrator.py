@@ -563,25 +563,31 @@ def _framed(frame: Frame, named: Sequence[Entity]) -> list[Entity]:
 
 
 def _implementations(ranked: Sequence[tuple[Candidate, float]]) -> dict[tuple[str, str], Candidate]:
-    """The best-ranked candidate of each (file, qualified name) that is no overload stub."""
+    """The best-ranked function or method of each (file, qualified name) that is no overload stub."""
     found: dict[tuple[str, str], Candidate] = {}
     for candidate, _ in ranked:
-        if not _is_overload_stub(candidate):
+        if candidate.entity.kind in CALLABLE_KINDS and not _is_overload_stub(candidate):
             found.setdefault((candidate.entity.path, candidate.entity.qualified_name), candidate)
     return found
 
 
 def _is_overload_stub(candidate: Candidate) -> bool:
-    """Whether the candidate's entity carries its language's overload decorator
-    (LanguageSpec.overload_decorator), read from its decorator lines in the candidate's chunk."""
+    """Whether the candidate's entity is a function's typing stub (LanguageSpec.overload_decorator and
+    overload_signatures), read from its lines in the candidate's chunk."""
     spec = spec_for(candidate.entity.language)
-    if spec is None or not spec.overload_decorator:
+    chunk, entity = candidate.chunk, candidate.entity
+    if spec is None or entity.kind not in CALLABLE_KINDS or entity.start_line < chunk.start_line:
         return False
-    chunk, start = candidate.chunk, candidate.entity.start_line
+    if spec.overload_signatures:
+        if entity.end_line > chunk.end_line:
+            return False
+        index = entity.end_line - chunk.start_line
+        last = chunk.text.split("\n", index + 1)[index]
+        return last.rstrip().endswith(";") and not last.lstrip().startswith("}")  # `});` ends a body
     # a substring test first: splitting every candidate's text into lines cost 2-4% of a search
-    if start < chunk.start_line or spec.overload_decorator not in chunk.text:
+    if not spec.overload_decorator or spec.overload_decorator not in chunk.text:
         return False
-    for line in chunk.text.split("\n")[start - chunk.start_line:]:
+    for line in chunk.text.split("\n")[entity.start_line - chunk.start_line:]:
         decorator = line.strip()
         if not decorator.startswith("@"):
             return False

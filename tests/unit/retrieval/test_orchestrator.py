@@ -423,6 +423,13 @@ OVERLOAD_REPO = {
                 + "    return coord\n"),
     "stubs.pyi": ("from typing import overload\n\n\n@overload\ndef polyfit(x: int) -> int: ...\n\n\n"
                   "@overload\ndef polyfit(x: str) -> str: ...\n"),
+    # TypeScript's overload signatures before the implementation, and an interface's signature
+    "refine.ts": ("export class Schema {\n  superRefine(check: (v: string) => boolean): Schema;\n"
+                  "  superRefine(check: (v: string) => void): Schema;\n"
+                  "  superRefine(check: (v: string) => unknown): Schema {\n"
+                  + "".join(f"    this.checks.push(check, {i});\n" for i in range(12))
+                  + "    return this;\n  }\n}\n"
+                  "export interface Refiner {\n  refineAll(check: unknown): Refiner;\n}\n"),
 }
 
 
@@ -434,6 +441,8 @@ def test_overload_stubs_are_answered_by_their_implementation(tmp_path_factory: p
         assert named == [("poly.polyval", 13)]
         # stubs with no implementation beside them stay hits
         assert [h.start_line for h in kc.search("polyfit", limit=10) if h.name == "polyfit"] == [4, 8]
+        assert [h.start_line for h in kc.search("superRefine check", limit=10) if h.name == "superRefine"] == [4]
+        assert [h.start_line for h in kc.search("refineAll", limit=10) if h.name == "refineAll"] == [21]
 
 
 # The words of a long bug report that its repository's issue template and changelog hold too.

@@ -66,10 +66,12 @@ class LanguageSpec:
     # A function may be written as consecutive clauses of one name (Elixir's `def`s, Haskell's
     # equations): they are one entity, spanning from the first clause to the last.
     clauses: bool = False
-    # The decorator that makes a definition a typing stub of another of its name (Python's `@overload`):
-    # search answers a stub with the implementation when both are candidates, so that a function's
-    # signatures do not each take a hit.
+    # What makes a definition a typing stub of another of its name: a decorator (Python's `@overload`),
+    # or a signature ending in `;` (TypeScript's overload signatures before the implementation). Search
+    # answers a stub with the implementation when both are candidates, so that a function's signatures
+    # do not each take a hit; a stub with no implementation among them (an interface's method) stays.
     overload_decorator: str = ""
+    overload_signatures: bool = False
     # Nodes written right above a definition that belong to it (Haskell's type signature): its span
     # starts at the first of them, and its documenting comment is looked for above them.
     prefix_types: frozenset[str] = frozenset()

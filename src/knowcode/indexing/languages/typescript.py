@@ -52,6 +52,7 @@ TYPESCRIPT = LanguageSpec(
     self_names=frozenset({"this", "super"}),
     prefix_types=frozenset({"decorator"}),  # a class member's `@Input()` above it
     package_file="index",
+    overload_signatures=True,
 )
 
 TSX = LanguageSpec(
@@ -63,6 +64,7 @@ TSX = LanguageSpec(
     self_names=frozenset({"this", "super"}),
     prefix_types=frozenset({"decorator"}),  # a class member's `@Input()` above it
     package_file="index",
+    overload_signatures=True,
 )
 
 SPECS = (TYPESCRIPT, TSX)
